@@ -1,0 +1,9 @@
+"""dpcd: differentially private coordinate descent.
+
+Numba solvers for DP-CD (Mangold et al., ICML 2022), DP-GCD (Mangold et al.,
+AISTATS 2023) and DP-SCD (Damaskinos et al., AAAI 2021), their privacy
+accounting through dp-accounting, and a Snakemake workflow that tracks every
+run and its privacy budget in MLflow.
+"""
+
+__version__ = "0.1.0"
