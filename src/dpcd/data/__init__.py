@@ -1,0 +1,1 @@
+"""Datasets: registry, download, loaders, generators, preprocessing, splits."""
