@@ -1,0 +1,37 @@
+"""Problems: datafits, penalties, prox operators, smoothness constants, objective.
+
+Datafits and penalties are plain Python classes that plug into every solver of
+:mod:`dpcd.solvers` through an integer ``code`` (and penalty ``params``) on
+which the numba kernels dispatch.
+"""
+from dpcd.problems.base import (
+    LOSSES,
+    PENALTIES,
+    check_smoothness,
+    duality_gap,
+    kkt_violation,
+    make_problem,
+    objective,
+    prox_grad_mapping_norm,
+)
+from dpcd.problems.datafits import BaseDatafit, Logistic, Squares
+from dpcd.problems.penalties import L1, L2, BasePenalty, ElasticNet, NoPenalty
+
+__all__ = [
+    "BaseDatafit",
+    "BasePenalty",
+    "ElasticNet",
+    "L1",
+    "L2",
+    "LOSSES",
+    "Logistic",
+    "NoPenalty",
+    "PENALTIES",
+    "Squares",
+    "check_smoothness",
+    "duality_gap",
+    "kkt_violation",
+    "make_problem",
+    "objective",
+    "prox_grad_mapping_norm",
+]

@@ -1,0 +1,88 @@
+"""Shared pieces of the solvers: result container, input validation, seeds."""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class SolverResult:
+    """Output of a solver run.
+
+    Attributes
+    ----------
+    w : array, shape (n_features,)
+        Reported iterate.
+    objective : array, shape (passes + 1,)
+        Objective of the reported iterate at the start and after each pass.
+    n_updates : int
+        Number of coordinate updates (DP-CD), steps (DP-SGD) or epochs x
+        n_features (reference).
+    time : float
+        Seconds spent in the compiled kernels (``perf_counter``), JIT excluded.
+    extra : dict
+        Solver-specific diagnostics.
+    """
+
+    w: np.ndarray
+    objective: np.ndarray
+    n_updates: int
+    time: float
+    extra: dict = field(default_factory=dict)
+
+
+def check_data(X, y, datafit, order):
+    """Validate and convert ``X`` and ``y``.
+
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        Design matrix.
+    y : array-like, shape (n_samples,)
+        Targets.
+    datafit : Squares or Logistic
+        Datafit whose ``validate`` checks the targets.
+    order : {"F", "C"}
+        Memory layout the kernel walks; converted once (no copy when already
+        float64 in that order).
+
+    Returns
+    -------
+    X : array, shape (n_samples, n_features), float64 in ``order``
+    y : array, shape (n_samples,), float64, contiguous
+    """
+    if order == "F":
+        X = np.asfortranarray(X, dtype=np.float64)
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d, got shape {X.shape}")
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be non-empty, got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        i, j = np.argwhere(~np.isfinite(X))[0]
+        raise ValueError(f"X contains NaN or inf (first at X[{i}, {j}])")
+    datafit.validate(y)
+    return X, y
+
+
+def as_feature_array(value, n_features, name, allow_inf=False, positive=False):
+    """Broadcast a scalar or array to float64 shape (n_features,) and check it."""
+    arr = np.ascontiguousarray(
+        np.broadcast_to(np.asarray(value, dtype=np.float64), (n_features,))
+    ).copy()
+    bad = np.isnan(arr) | (arr < 0) | (positive & (arr == 0))
+    if not allow_inf:
+        bad |= np.isinf(arr)
+    if np.any(bad):
+        j = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{j}] = {arr[j]!r} is not allowed")
+    return arr
+
+
+def spawn_generators(seed, n_streams):
+    """``numpy.random.SeedSequence(seed)`` spawned into independent generators."""
+    ss = np.random.SeedSequence(seed)
+    return [np.random.default_rng(s) for s in ss.spawn(n_streams)]
