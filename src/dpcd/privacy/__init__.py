@@ -1,0 +1,43 @@
+"""Privacy accounting: the single place where (ε, δ) become noise scales.
+
+Every solver gets its noise from one of the ``calibrate_*`` functions, which
+describe the run's releases as ``dp_accounting`` events, search the smallest
+noise meeting the target ε at δ (RDP or PLD accountant, default the tightest
+valid one) and return a :class:`Calibration` carrying the noise scales and
+the :class:`Ledger` to log.  See DESIGN.md, "Privacy conventions".
+"""
+
+from dpcd.privacy.accounting import calibrate_multiplier, epsilon_of, make_event
+from dpcd.privacy.calibrate import (
+    Calibration,
+    calibrate_dp_cd,
+    calibrate_dp_cd_p,
+    calibrate_dp_scd,
+    calibrate_dp_sgd,
+    check_sampling,
+    dp_scd_sensitivity,
+    split_smoothness_budget,
+    theorem_3_1_multiplier,
+)
+from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
+from dpcd.privacy.smoothness import private_smoothness, smoothness_ledger
+
+__all__ = [
+    "BudgetLine",
+    "Calibration",
+    "Ledger",
+    "Mechanism",
+    "calibrate_dp_cd",
+    "calibrate_dp_cd_p",
+    "calibrate_dp_scd",
+    "calibrate_dp_sgd",
+    "calibrate_multiplier",
+    "check_sampling",
+    "dp_scd_sensitivity",
+    "epsilon_of",
+    "make_event",
+    "private_smoothness",
+    "smoothness_ledger",
+    "split_smoothness_budget",
+    "theorem_3_1_multiplier",
+]

@@ -1,0 +1,383 @@
+"""Per-algorithm noise calibration: (n, p, passes, clipping, ε, δ) → noise.
+
+Each function is pure (never touches data), validates its arguments, calls
+:func:`dpcd.privacy.accounting.calibrate_multiplier` (cached) and returns a
+:class:`Calibration` with the noise the solver must add and the ledger the
+run must log.
+
+Sensitivities (replace-one unless stated):
+
+* DP-CD: coordinate gradient j is a mean over n per-sample coordinate
+  gradients clipped to [−C_j, C_j]; replacing one record moves it by at most
+  2·C_j/n.  All p coordinates share one noise multiplier z and
+  σ_j = z·2·C_j/n (Theorem 3.1 has the same shape).
+* DP-SGD: sum of per-sample gradients clipped to ℓ2 norm C.  Poisson
+  sampling, add-or-remove-one: sensitivity C.  Fixed-size batches without
+  replacement, replace-one: sensitivity 2·C.
+* DP-SCD (dual, Lemma 1): the [α; v] update of one mini-batch, rows of X of
+  unit norm, each |ζ_i| ≤ C.  Replacing a record by the zero record moves it
+  by at most √2·C (the paper's relation, ``replace_special``, used with
+  Poisson sampling); replacing it by any record moves it by at most 2√2·C
+  (``replace_one``, used with sampling without replacement).
+* seqDP-SCD and primal DP-SCD (Lemmas 5, 4): 2·C·√(L(L+1)); the proofs only
+  use |ζ| ≤ C and unit norms on both datasets, so the bound holds under
+  replace-one as well as for the zero record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpcd.privacy import accounting
+from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
+from dpcd.privacy.smoothness import SENSITIVITIES, smoothness_ledger
+from dpcd.privacy.validation import (
+    check_batch_size,
+    check_choice,
+    check_clip,
+    check_delta,
+    check_epsilon,
+    check_n,
+    check_passes,
+    check_positive_int,
+)
+
+SAMPLINGS = ("poisson", "without_replacement")
+ACCOUNTANT_CHOICES = ("auto", "rdp", "pld", "paper")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Noise for one private run and its ledger.
+
+    Attributes
+    ----------
+    noise_multiplier : float
+        Noise std (or Laplace scale) divided by the sensitivity.
+    noise_scales : float or numpy.ndarray
+        Std (Gaussian) or scale (Laplace) of the noise the solver adds to the
+        released quantity (per coordinate when an array).
+    ledger : Ledger
+    epsilon_achieved : float
+        ε of the whole run at ``ledger.delta`` (≤ the target).
+    steps : int
+        Number of private releases (iterations) the calibration assumes.
+    sampling : str
+        ``"none"``, ``"poisson"`` or ``"without_replacement"``.
+    sampling_rate : float
+        Expected batch fraction (1 without sampling).
+    extra : dict
+        Algorithm-specific values (e.g. DP-GCD selection scales).
+    """
+
+    noise_multiplier: float
+    noise_scales: Any
+    ledger: Ledger
+    epsilon_achieved: float
+    steps: int
+    sampling: str = "none"
+    sampling_rate: float = 1.0
+    extra: dict = field(default_factory=dict)
+
+    def with_nonprivate_input(self, name: str) -> "Calibration":
+        """Return a copy whose ledger records ``name`` as a non-private input."""
+        return dataclasses.replace(self, ledger=self.ledger.add_nonprivate_input(name))
+
+
+def check_sampling(calibration: Calibration, sampling: str) -> None:
+    """Refuse to run a solver whose sampling differs from the accounted one.
+
+    Raises
+    ------
+    ValueError
+        If ``sampling`` (what the solver does) is not ``calibration.sampling``.
+    """
+    if sampling != calibration.sampling:
+        raise ValueError(
+            f"sampling: solver samples {sampling!r} but the budget was accounted for "
+            f"{calibration.sampling!r}"
+        )
+
+
+def _common(n, epsilon, delta, accountant):
+    return (check_n(n), check_epsilon(epsilon), check_delta(delta),
+            check_choice(accountant, "accountant", ACCOUNTANT_CHOICES))
+
+
+def _budget_line(group, accountant, epsilon, achieved, delta, spec, z):
+    return BudgetLine(group=group, accountant=accountant, epsilon_target=epsilon,
+                      epsilon_achieved=achieved, delta=delta,
+                      dp_event=repr(accounting.make_event(spec, z)))
+
+
+# ---------------------------------------------------------------- DP-CD
+def theorem_3_1_multiplier(steps: int, epsilon: float, delta: float) -> float:
+    """Noise multiplier of DP-CD Theorem 3.1 (valid for ε ≤ 1, δ < 1/3).
+
+    σ_j² = 12 L_j² TK log(1/δ)/(n² ε²) with sensitivity 2 L_j/n gives
+    z = σ_j/(2L_j/n) = √(3 TK log(1/δ))/ε.
+    """
+    return math.sqrt(3.0 * steps * math.log(1.0 / delta)) / epsilon
+
+
+def dp_cd_steps(p: int, passes: float) -> int:
+    """Number of coordinate updates T·K for ``passes`` passes over p coordinates."""
+    return max(1, int(round(passes * p)))
+
+
+def calibrate_dp_cd(n, p, passes, clip, epsilon, delta, accountant="auto",
+                    relation="replace_one") -> Calibration:
+    """Calibrate DP-CD (Algorithm 1 of Mangold et al. 2022).
+
+    Parameters
+    ----------
+    n, p : int
+        Number of records and of coordinates.
+    passes : float
+        Passes over the coordinates; T·K = round(passes·p) releases.
+    clip : array_like, shape (p,) or scalar
+        Coordinate clipping thresholds C_j.
+    epsilon, delta : float
+        Target budget.
+    accountant : {"auto", "rdp", "pld", "paper"}
+        ``"paper"`` uses Theorem 3.1's closed form (ε ≤ 1, δ < 1/3) and
+        reports the ε that RDP certifies for it.
+    relation : {"replace_one"}
+        DP-CD releases means over a public n: replace-one only.
+
+    Returns
+    -------
+    Calibration
+        ``noise_scales[j] = noise_multiplier · 2·C_j/n``.
+    """
+    n, epsilon, delta, accountant = _common(n, epsilon, delta, accountant)
+    p = check_positive_int(p, "p")
+    passes = check_passes(passes)
+    clip = check_clip(clip, p)
+    check_choice(relation, "relation", ("replace_one",))
+    steps = dp_cd_steps(p, passes)
+    spec = ("gaussian", steps)
+    if accountant == "paper":
+        if epsilon > 1 or delta >= 1 / 3:
+            raise ValueError("accountant: Theorem 3.1 needs epsilon <= 1 and delta < 1/3")
+        z = theorem_3_1_multiplier(steps, epsilon, delta)
+        achieved = accounting.epsilon_of(spec, z, delta, "rdp", relation)
+        used = "paper"
+    else:
+        z, achieved, used = accounting.calibrate_multiplier(spec, epsilon, delta, accountant,
+                                                            relation)
+    sens = 2.0 * clip / n
+    scales = z * sens
+    mech = Mechanism(name="coordinate_gradient", kind="gaussian", sensitivity=sens.tolist(),
+                     sensitivity_norm="l2", noise_multiplier=z, noise_scale=scales.tolist(),
+                     count=steps, relation=relation,
+                     note="mean of coordinate gradients clipped to [-C_j, C_j]")
+    ledger = Ledger(algorithm="dp_cd", neighbouring=relation, accountant=used,
+                    epsilon_target=epsilon, epsilon_achieved=achieved, delta=delta,
+                    mechanisms=[mech],
+                    budget=[_budget_line("optimisation", used, epsilon, achieved, delta, spec, z)])
+    return Calibration(noise_multiplier=z, noise_scales=scales, ledger=ledger,
+                       epsilon_achieved=achieved, steps=steps)
+
+
+def split_smoothness_budget(epsilon: float, fraction: float = 0.1) -> tuple[float, float]:
+    """Split ε into (ε′ for smoothness estimation, ε − ε′ for DP-CD)."""
+    epsilon = check_epsilon(epsilon)
+    if not 0 < fraction < 1:
+        raise ValueError(f"smoothness_fraction must be in (0, 1), got {fraction}")
+    eps_smooth = fraction * epsilon
+    return eps_smooth, epsilon - eps_smooth
+
+
+def calibrate_dp_cd_p(n, p, passes, clip, epsilon, delta, bounds=None,
+                      smoothness_fraction=0.1, accountant="auto",
+                      smoothness_sensitivity="replace_one") -> Calibration:
+    """Calibrate DP-CD with private smoothness constants (Appendix F).
+
+    ``smoothness_fraction·ε`` goes to the Laplace release of the p clipped
+    smoothness means (pure DP, see :mod:`dpcd.privacy.smoothness`), the rest
+    to DP-CD at the same δ.  The ledger has one budget line for each; their ε
+    add up to the target.
+
+    Parameters
+    ----------
+    bounds : array_like, shape (p,) or scalar, optional
+        Public bounds b_j on the per-sample constants; needed for the
+        smoothness noise scales, returned in ``extra["smoothness_scales"]``.
+        Defaults to 1 (the multiplier does not depend on it).
+    Other parameters are as in :func:`calibrate_dp_cd`.
+    """
+    check_choice(smoothness_sensitivity, "smoothness_sensitivity", SENSITIVITIES)
+    eps_smooth, eps_cd = split_smoothness_budget(epsilon, smoothness_fraction)
+    cal = calibrate_dp_cd(n, p, passes, clip, eps_cd, delta, accountant=accountant)
+    bounds = check_clip(1.0 if bounds is None else bounds, check_positive_int(p, "p"),
+                        name="bounds")
+    smooth = smoothness_ledger(n, bounds, eps_smooth, smoothness_sensitivity)
+    ledger = Ledger.combine([smooth, cal.ledger], algorithm="dp_cd_p")
+    extra = {"smoothness_epsilon": eps_smooth,
+             "smoothness_scales": np.asarray(smooth.mechanisms[0].noise_scale),
+             "smoothness_noise_multiplier": smooth.mechanisms[0].noise_multiplier}
+    return dataclasses.replace(cal, ledger=ledger,
+                               epsilon_achieved=ledger.epsilon_achieved, extra=extra)
+
+
+# ---------------------------------------------------------------- DP-SGD
+def _sampled_spec(n, batch_size, steps, sampling):
+    if sampling == "poisson":
+        return ("poisson_gaussian", batch_size / n, steps)
+    return ("wor_gaussian", n, batch_size, steps)
+
+
+def _sampled_calibration(spec, epsilon, delta, accountant, relation):
+    if accountant == "paper":
+        # DP-SGD and DP-SCD were calibrated with the moments accountant (RDP).
+        accountant = "rdp"
+    return accounting.calibrate_multiplier(spec, epsilon, delta, accountant, relation)
+
+
+def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="poisson",
+                     accountant="auto", relation=None) -> Calibration:
+    """Calibrate DP-SGD: per-sample ℓ2 clipping at C, sampled batches, Gaussian noise.
+
+    Parameters
+    ----------
+    n, batch_size : int
+        Records and (expected) batch size; q = batch_size/n.
+    passes : float
+        T = ceil(passes·n/batch_size) steps.
+    clip : float
+        ℓ2 clipping threshold C.
+    sampling : {"poisson", "without_replacement"}
+        Must be the sampling the solver performs.
+    relation : str, optional
+        ``"add_or_remove_one"`` (default with Poisson, sensitivity C) or
+        ``"replace_one"`` (the only one with sampling without replacement,
+        sensitivity 2C).
+
+    Returns
+    -------
+    Calibration
+        ``noise_scales`` is the std of the noise added to the *sum* of clipped
+        per-sample gradients of a batch.
+    """
+    n, epsilon, delta, accountant = _common(n, epsilon, delta, accountant)
+    batch_size = check_batch_size(batch_size, n)
+    passes = check_passes(passes)
+    clip = float(check_clip(clip))
+    check_choice(sampling, "sampling", SAMPLINGS)
+    if relation is None:
+        relation = "add_or_remove_one" if sampling == "poisson" else "replace_one"
+    steps = int(math.ceil(passes * n / batch_size))
+    spec = _sampled_spec(n, batch_size, steps, sampling)
+    z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
+    sens = clip if relation in ("add_or_remove_one", "replace_special") else 2.0 * clip
+    q = batch_size / n
+    mech = Mechanism(name="clipped_gradient_sum", kind="gaussian", sensitivity=sens,
+                     sensitivity_norm="l2", noise_multiplier=z, noise_scale=z * sens,
+                     count=steps, sampling=sampling, sampling_rate=q, relation=relation,
+                     note=f"per-sample l2 clipping at C={clip:g}")
+    ledger = Ledger(algorithm="dp_sgd", neighbouring=relation, accountant=used,
+                    epsilon_target=epsilon, epsilon_achieved=achieved, delta=delta,
+                    mechanisms=[mech],
+                    budget=[_budget_line("optimisation", used, epsilon, achieved, delta, spec, z)])
+    return Calibration(noise_multiplier=z, noise_scales=z * sens, ledger=ledger,
+                       epsilon_achieved=achieved, steps=steps, sampling=sampling,
+                       sampling_rate=q)
+
+
+# ---------------------------------------------------------------- DP-SCD
+SCD_VARIANTS = ("dual", "seq", "primal")
+
+
+def dp_scd_sensitivity(clip: float, batch_size: int, variant: str, relation: str) -> float:
+    """ℓ2 sensitivity of one DP-SCD mini-batch update (Lemmas 1, 4, 5).
+
+    ``dual``: √2·C for the zero record (``replace_special``), 2√2·C under
+    ``replace_one``.  ``seq``/``primal``: 2·C·√(L(L+1)) under both.
+    """
+    check_choice(variant, "variant", SCD_VARIANTS)
+    if variant == "dual":
+        return (math.sqrt(2.0) if relation != "replace_one" else 2.0 * math.sqrt(2.0)) * clip
+    return 2.0 * clip * math.sqrt(batch_size * (batch_size + 1.0))
+
+
+def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, passes=None,
+                     variant="dual", sampling=None, accountant="auto") -> Calibration:
+    """Calibrate DP-SCD (Damaskinos et al. 2021) and its seq/primal variants.
+
+    Parameters
+    ----------
+    n, p : int
+        Records N and features.
+    batch_size : int
+        Mini-batch size L (records for dual/seq, coordinates for primal).
+    clip : float
+        Update scaling bound C (Step 8).
+    iterations, passes : optional
+        T mini-batches; or passes, giving T = ceil(passes·n/L) (dual, seq) or
+        ceil(passes·p/L) (primal).  Exactly one must be given.
+    variant : {"dual", "seq", "primal"}
+    sampling : {"poisson", "without_replacement", "none"}, optional
+        The sampling of records the solver performs.  Dual/seq default to
+        ``"poisson"`` (zero-record relation, as in the paper; RDP or PLD);
+        ``"without_replacement"`` is accounted under replace-one (RDP only).
+        Primal touches all records every step (q = 1): ``"none"`` only.
+
+    Returns
+    -------
+    Calibration
+        ``noise_scales`` is the std of the Gaussian noise added to every
+        entry of the concatenated [α; v] (or [θ; v]) update.
+    """
+    n, epsilon, delta, accountant = _common(n, epsilon, delta, accountant)
+    check_choice(variant, "variant", SCD_VARIANTS)
+    p = check_positive_int(p, "p")
+    clip = float(check_clip(clip))
+    if variant == "primal":
+        batch_size = check_positive_int(batch_size, "batch_size")
+        if batch_size > p:
+            raise ValueError(f"batch_size must be <= p = {p} for primal DP-SCD, got {batch_size}")
+        sampling = "none" if sampling is None else sampling
+        if sampling != "none":
+            raise ValueError("sampling: primal DP-SCD uses every record each step (q = 1); "
+                             "sampling must be 'none'")
+    else:
+        batch_size = check_batch_size(batch_size, n)
+        sampling = "poisson" if sampling is None else sampling
+        check_choice(sampling, "sampling", SAMPLINGS)
+    if (iterations is None) == (passes is None):
+        raise ValueError("iterations: give exactly one of iterations or passes")
+    if iterations is not None:
+        steps = check_positive_int(iterations, "iterations")
+    else:
+        size = p if variant == "primal" else n
+        steps = int(math.ceil(check_passes(passes) * size / batch_size))
+    if sampling == "none":
+        relation, spec, q = "replace_one", ("gaussian", steps), 1.0
+    elif sampling == "poisson":
+        relation, spec, q = "replace_special", _sampled_spec(n, batch_size, steps, sampling), \
+            batch_size / n
+    else:
+        relation, spec, q = "replace_one", _sampled_spec(n, batch_size, steps, sampling), \
+            batch_size / n
+    z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
+    sens = dp_scd_sensitivity(clip, batch_size, variant, relation)
+    lemma = {"dual": "Lemma 1", "seq": "Lemma 5", "primal": "Lemma 4"}[variant]
+    mech = Mechanism(name="minibatch_update", kind="gaussian", sensitivity=sens,
+                     sensitivity_norm="l2", noise_multiplier=z, noise_scale=z * sens,
+                     count=steps, sampling=sampling, sampling_rate=q, relation=relation,
+                     note=f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}")
+    algorithm = {"dual": "dp_scd", "seq": "seq_dp_scd", "primal": "primal_dp_scd"}[variant]
+    ledger = Ledger(algorithm=algorithm, neighbouring=relation, accountant=used,
+                    epsilon_target=epsilon, epsilon_achieved=achieved, delta=delta,
+                    mechanisms=[mech],
+                    budget=[_budget_line("optimisation", used, epsilon, achieved, delta, spec, z)])
+    return Calibration(noise_multiplier=z, noise_scales=z * sens, ledger=ledger,
+                       epsilon_achieved=achieved, steps=steps, sampling=sampling,
+                       sampling_rate=q)
+
