@@ -60,6 +60,10 @@ def atomic_path(path):
     base = os.path.basename(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".part", dir=directory)
     os.close(fd)
+    # mkstemp makes 0600 files; give the final file the usual umask permissions.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     return tmp
 
 
