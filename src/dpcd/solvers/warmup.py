@@ -1,0 +1,36 @@
+"""Compile every solver kernel once (into ``NUMBA_CACHE_DIR``)."""
+import numpy as np
+
+
+def warmup():
+    """Compile (or load from the numba cache) every kernel on a tiny problem.
+
+    The workflow calls this once, in a single job, with a project-local
+    ``NUMBA_CACHE_DIR`` before solver jobs run in parallel, so that parallel
+    jobs never write the same cache entry at once (numba/numba#4807).
+
+    Returns
+    -------
+    names : list of str
+        The solvers that were run.
+    """
+    from dpcd.problems import make_problem
+    from dpcd.solvers.dp_cd import dp_cd
+    from dpcd.solvers.dp_sgd import dp_sgd
+    from dpcd.solvers.reference import reference_solve
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, 3))
+    y = np.sign(rng.standard_normal(8))
+    y[y == 0] = 1.0
+    for loss in ("squares", "logistic"):
+        datafit, penalty = make_problem(loss, "l1", 0.01)
+        M = datafit.coordinate_smoothness(X)
+        dp_cd(X, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
+              noise_scales=0.1, passes=2, seed=0)
+        dp_cd(X, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
+              noise_scales=0.1, passes=2, seed=0, averaging=True)
+        dp_sgd(X, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
+               passes=1, seed=0)
+        reference_solve(X, y, datafit, penalty, max_iter=10)
+    return ["dp_cd", "dp_sgd", "reference_solve"]
