@@ -1,0 +1,125 @@
+"""DP-SGD: convergence without noise, Poisson sampling, noise scale, clipping."""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcd.problems import make_problem
+from dpcd.solvers import dp_sgd, reference_solve
+from dpcd.solvers.dp_sgd import _poisson_batches
+
+
+def _data(seed=0, n=80, p=10, logistic=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    y = X @ rng.standard_normal(p) + 0.5 * rng.standard_normal(n)
+    if logistic:
+        y = np.where(y > 0, 1.0, -1.0)
+        y[::7] *= -1
+    return X, y
+
+
+@pytest.mark.parametrize("loss, penalty", [("squares", "l1"), ("logistic", "l2")])
+def test_full_batch_no_noise_converges(loss, penalty):
+    """b = n (q = 1), sigma = 0, C = inf: proximal gradient descent with step 1/beta."""
+    X, y = _data(logistic=loss == "logistic")
+    datafit, pen = make_problem(loss, penalty, 0.1)
+    f_star = reference_solve(X, y, datafit, pen).objective[-1]
+    res = dp_sgd(X, y, datafit, pen, step=1.0, clip=np.inf, noise_scale=0.0,
+                 passes=3000, seed=0, batch_size=X.shape[0])
+    assert res.n_updates == 3000 and res.objective.shape == (3001,)
+    assert (res.objective[-1] - f_star) / f_star <= 1e-6
+
+
+def test_small_batches_decrease_objective():
+    X, y = _data()
+    datafit, pen = make_problem("squares", "l1", 0.1)
+    f_star = reference_solve(X, y, datafit, pen).objective[-1]
+    res = dp_sgd(X, y, datafit, pen, step=0.02, clip=np.inf, noise_scale=0.0,
+                 passes=100, seed=0, batch_size=1)
+    assert res.n_updates == 100 * 80
+    assert (res.objective[-1] - f_star) / f_star < 0.05
+    assert res.objective[-1] < 0.2 * res.objective[0]
+
+
+def test_poisson_sampling_statistics():
+    """Each (step, sample) is included independently with probability q."""
+    rng = np.random.default_rng(0)
+    n, b, n_steps = 50, 2.5, 4000
+    q = b / n
+    ptr, idx = _poisson_batches(rng, n, q, n_steps)
+    assert ptr[0] == 0 and ptr[-1] == idx.shape[0] and np.all(np.diff(ptr) >= 0)
+    assert idx.min() >= 0 and idx.max() < n
+    # no duplicates within a step
+    for t in range(200):
+        batch = idx[ptr[t]:ptr[t + 1]]
+        assert np.unique(batch).size == batch.size
+    # batch sizes ~ Binomial(n, q): mean and variance
+    sizes = np.diff(ptr)
+    total = sizes.sum()
+    lo, hi = stats.binom.ppf([1e-6, 1 - 1e-6], n * n_steps, q)
+    assert lo <= total <= hi
+    assert np.var(sizes) == pytest.approx(n * q * (1 - q), rel=0.15)
+    # inclusion counts per sample ~ Binomial(n_steps, q)
+    counts = np.bincount(idx, minlength=n)
+    assert stats.chisquare(counts).pvalue > 1e-6
+
+
+def test_noise_on_the_sum_has_std_sigma():
+    """X = 0: every gradient vanishes, so w_T = -eta sum_t sigma z_t / b.
+
+    Each coordinate is N(0, T eta^2 sigma^2 / b^2): test sum of squares by chi2.
+    """
+    n, p = 20, 400
+    X = np.zeros((n, p))
+    y = np.zeros(n)
+    datafit, pen = make_problem("squares", "none", 0)
+    sigma, b, gamma, beta = 2.0, 4.0, 0.3, 1.5
+    res = dp_sgd(X, y, datafit, pen, step=gamma, clip=1.0, noise_scale=sigma,
+                 passes=3, seed=1, batch_size=b, global_smoothness=beta)
+    T = math.ceil(3 * n / b)
+    assert res.n_updates == T
+    sd = math.sqrt(T) * (gamma / beta) * sigma / b
+    ss = np.sum((res.w / sd) ** 2)
+    lo, hi = stats.chi2.ppf([1e-6 / 2, 1 - 1e-6 / 2], df=p)
+    assert lo <= ss <= hi
+
+
+def test_clipping_bounds_each_step():
+    """sigma = 0, b = 1 and tiny C: each step moves w by at most eta C |B| / b."""
+    X, y = _data()
+    X = X * 100.0
+    datafit, pen = make_problem("squares", "none", 0)
+    C = 1e-3
+    res = dp_sgd(X, y, datafit, pen, step=1.0, clip=C, noise_scale=0.0, passes=1,
+                 seed=0, batch_size=1)
+    eta = res.extra["step_size"]
+    # at most ~n selections in one pass in total (Binomial(n * T, 1/n))
+    assert np.linalg.norm(res.w) <= eta * C * 3 * X.shape[0]
+    assert np.linalg.norm(res.w) > 0
+
+
+def test_dp_sgd_determinism():
+    X, y = _data(logistic=True)
+    datafit, pen = make_problem("logistic", "l2", 0.01)
+    kw = dict(step=0.1, clip=1.0, noise_scale=0.5, passes=3, batch_size=4)
+    a = dp_sgd(X, y, datafit, pen, seed=5, **kw)
+    b = dp_sgd(np.asfortranarray(X), y, datafit, pen, seed=5, **kw)
+    c = dp_sgd(X, y, datafit, pen, seed=6, **kw)
+    assert np.array_equal(a.w, b.w) and np.array_equal(a.objective, b.objective)
+    assert not np.array_equal(a.w, c.w)
+
+
+def test_dp_sgd_bad_batch_size():
+    X, y = _data()
+    datafit, pen = make_problem("squares", "l1", 0.1)
+    with pytest.raises(ValueError, match="batch_size"):
+        dp_sgd(X, y, datafit, pen, step=0.1, clip=1.0, noise_scale=0.0, passes=1,
+               seed=0, batch_size=1000)
+
+
+def test_warmup_runs():
+    from dpcd.solvers import warmup
+
+    assert set(warmup()) == {"dp_cd", "dp_sgd", "reference_solve"}
