@@ -1,0 +1,45 @@
+# Two commands for a fresh machine:
+#   make run   create .venv, install dpcd, run the workflow on config/config.yaml
+#   make test  create .venv, install dpcd with its test extra, run the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+# Rules call the `dpcd` console script, so the venv goes first on PATH.
+export PATH := $(BIN):$(PATH)
+export NUMBA_CACHE_DIR ?= $(CURDIR)/results/.numba_cache
+CORES ?= all
+
+.PHONY: run test ui dry-run lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES) --configfile config/config.yaml \
+		--workflow-profile config/profiles/default
+
+dry-run: $(VENV)/.installed
+	$(BIN)/snakemake -n --configfile config/config.yaml --workflow-profile config/profiles/default
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-test
+	$(BIN)/snakemake --lint --configfile config/config.yaml
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+
+ui: $(VENV)/.installed
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///results/mlflow.db
+
+clean:
+	rm -rf results/* .snakemake
+	touch results/.gitkeep

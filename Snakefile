@@ -1,0 +1,21 @@
+# dpcd: datasets -> preprocessing -> smoothness -> solver sweeps -> tables, figures, MLflow.
+# Set-up only: configuration, validation and the rules of each stage.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/smoothness.smk"
+include: "workflow/rules/solve.smk"
+include: "workflow/rules/aggregate.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

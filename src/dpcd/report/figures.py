@@ -1,0 +1,62 @@
+"""Seaborn figures of relative error against passes and running time."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from dpcd.report.tables import final_iterates  # noqa: E402
+
+FLOOR = 1e-12  # log axes cannot show 0; errors at machine precision sit here
+
+
+def best_overall(runs):
+    """Per (solver, epsilon), the configuration with the lowest mean final objective,
+    the number of passes tuned like the hyperparameters (DP-CD paper, Figure 1)."""
+    last = final_iterates(runs)
+    means = last.groupby(["solver", "epsilon", "config_id"])["objective"].mean()
+    means = means.replace([np.inf, -np.inf, np.nan], np.inf).reset_index()
+    means = means.sort_values(["solver", "epsilon", "objective", "config_id"])
+    best = means.groupby(["solver", "epsilon"], as_index=False).first()
+    return runs.merge(best[["solver", "epsilon", "config_id"]])
+
+
+def plot_rel_error(runs, path, x="pass", title=None):
+    """Relative error of each solver's best configuration: mean line, min/max band.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Tidy table of the solve stage.
+    path : str
+        PNG file to write.
+    x : {"pass", "time"}
+        Horizontal axis: passes over the data, or seconds in the kernels.
+    title : str, optional
+    """
+    curves = best_overall(runs).copy()
+    curves["rel_error"] = curves["rel_error"].clip(lower=FLOOR)
+    curves["label"] = curves["solver"] + " (ε=" + curves["epsilon"].map("{:g}".format) + ")"
+    stats = curves.groupby(["label", "pass"]).agg(
+        mean=("rel_error", "mean"), low=("rel_error", "min"),
+        high=("rel_error", "max"), time=("time", "mean"),
+    ).reset_index()
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xcol = "pass" if x == "pass" else "time"
+    palette = dict(zip(sorted(stats["label"].unique()), sns.color_palette(n_colors=stats["label"].nunique())))
+    sns.lineplot(data=stats, x=xcol, y="mean", hue="label", palette=palette, ax=ax, marker="o")
+    for label, group in stats.groupby("label"):
+        ax.fill_between(group[xcol], group["low"], group["high"], alpha=0.2, color=palette[label])
+    ax.set_yscale("log")
+    ax.set_xlabel("passes over the data" if x == "pass" else "time in solver kernels (s)")
+    ax.set_ylabel("relative error to non-private optimum")
+    ax.legend(title="solver (best configuration)")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, format="png")
+    plt.close(fig)

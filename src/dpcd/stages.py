@@ -1,0 +1,274 @@
+"""Entry points of the workflow stages after the data stage.
+
+Each subcommand is what one Snakemake rule runs: read the rule's inputs and
+params, call the package, write the rule's outputs atomically (a failed job
+leaves nothing Snakemake could take as done).
+"""
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger("dpcd")
+
+
+def _atomic_write(path, write):
+    """Call ``write(tmp_path)`` then rename onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(path, obj):
+    _atomic_write(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=1, sort_keys=True)))
+
+
+def read_json(path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
+# --- warmup -----------------------------------------------------------------
+def cmd_warmup(args):
+    """Compile every kernel once into NUMBA_CACHE_DIR before parallel jobs run."""
+    from dpcd import solvers
+
+    start = time.perf_counter()
+    solvers.warmup()
+    elapsed = time.perf_counter() - start
+    log.info("compiled kernels in %.1f s (cache: %s)", elapsed, os.environ.get("NUMBA_CACHE_DIR"))
+    write_json(args.out, {"seconds": elapsed, "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR")})
+
+
+# --- smoothness ---------------------------------------------------------------
+def cmd_smoothness(args):
+    """Exact coordinate-wise smoothness constants of one dataset and loss."""
+    from dpcd.data import load_dataset
+    from dpcd.problems import make_problem
+    from dpcd.sweep.problem import dense
+
+    dataset = load_dataset(args.data)
+    X = dense(dataset.X)
+    datafit, _ = make_problem(args.loss, "none", 0.0)
+    smoothness = datafit.coordinate_smoothness(X)
+    zero = np.flatnonzero(smoothness <= 0)
+    if zero.size:
+        raise ValueError(
+            f"{args.data}: column(s) {zero.tolist()} are all zero, so M_j = 0; "
+            "drop them in preprocessing"
+        )
+    write_json(
+        args.out,
+        {
+            "loss": args.loss,
+            "n_samples": int(X.shape[0]),
+            "n_features": int(X.shape[1]),
+            "smoothness": smoothness.tolist(),
+            "global_smoothness": float(datafit.global_smoothness(X)),
+            "max_abs": np.abs(X).max(axis=0).tolist(),
+        },
+    )
+
+
+def cmd_private_smoothness(args):
+    """Private smoothness constants per (epsilon, seed), DP-CD Appendix F."""
+    from dpcd import privacy
+    from dpcd.data import load_dataset
+    from dpcd.problems import make_problem
+    from dpcd.sweep.problem import dense
+    from dpcd.sweep.run import epsilons_of
+
+    spec = json.loads(args.spec)
+    exact = read_json(args.exact)
+    X = dense(load_dataset(args.data).X)
+    datafit, _ = make_problem(spec["loss"], "none", 0.0)
+    per_sample = datafit.per_sample_smoothness(X)
+    # The paper's crude bound: each feature within twice its largest magnitude.
+    # The bound is computed from the data, hence recorded as non-private.
+    max_abs = np.asarray(exact["max_abs"])
+    bounds = datafit.per_sample_smoothness(2.0 * max_abs[None, :])[0]
+    fraction = spec["smoothness_fraction"]
+    estimates = []
+    for epsilon in epsilons_of(spec["privacy"]):
+        for seed_index in range(spec["seeds"]):
+            seq = np.random.SeedSequence(spec["base_seed"], spawn_key=(seed_index, 7))
+            rng = np.random.default_rng(seq)
+            smoothness, ledger = privacy.private_smoothness(
+                per_sample, bounds, fraction * epsilon, rng
+            )
+            ledger = ledger.add_nonprivate_input("smoothness_bounds_from_data")
+            estimates.append(
+                {
+                    "epsilon": float(epsilon),
+                    "seed_index": seed_index,
+                    "smoothness": np.asarray(smoothness).tolist(),
+                    "ledger": ledger.to_dict(),
+                }
+            )
+    write_json(
+        args.out,
+        {"smoothness_fraction": fraction, "bounds": bounds.tolist(), "estimates": estimates},
+    )
+
+
+# --- reference ----------------------------------------------------------------
+def cmd_reference(args):
+    """Non-private optimum F* of an experiment's problem."""
+    from dpcd import solvers
+    from dpcd.data import load_dataset
+    from dpcd.problems import make_problem
+    from dpcd.sweep.problem import dense
+
+    problem = json.loads(args.problem)
+    dataset = load_dataset(args.data)
+    X, y = dense(dataset.X), np.asarray(dataset.y, dtype=np.float64)
+    datafit, penalty = make_problem(
+        problem["loss"], problem["penalty"], problem.get("alpha", 0.0), problem.get("l1_ratio", 0.5)
+    )
+    result = solvers.reference_solve(np.asfortranarray(X), y, datafit, penalty, tol=args.tol)
+    f_star = float(result.objective[-1])
+    log.info("F* = %.12g (%s)", f_star, result.extra)
+    write_json(
+        args.out,
+        {
+            "objective": f_star,
+            "w": np.asarray(result.w).tolist(),
+            "extra": {k: float(v) for k, v in result.extra.items() if np.isscalar(v)},
+            "problem": problem,
+        },
+    )
+
+
+# --- tracking -----------------------------------------------------------------
+def cmd_track(args):
+    """Create (or find) the MLflow experiment and its parent run."""
+    from dpcd.tracking import setup_experiment
+
+    info = setup_experiment(args.experiment)
+    log.info("MLflow experiment %s at %s", info["experiment_id"], info["tracking_uri"])
+    write_json(args.out, info)
+
+
+# --- solve --------------------------------------------------------------------
+def cmd_solve(args):
+    """Run one chunk of one solver's sweep, log it to MLflow, write its table."""
+    from dpcd.sweep import run_chunk
+    from dpcd.sweep.problem import load_problem
+    from dpcd.sweep.run import mlflow_runs
+    from dpcd.tracking import log_configurations
+
+    spec = json.loads(args.spec)
+    problem = load_problem(args.data, spec["problem"], args.smoothness)
+    reference = read_json(args.reference)
+    private = read_json(args.private_smoothness) if args.private_smoothness else None
+    start = time.perf_counter()
+    table, records = run_chunk(spec, args.chunk, problem, reference["objective"], private)
+    log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
+    info = read_json(args.mlflow)
+    job = f"{spec['experiment']}/{spec['solver']}/chunk{args.chunk}"
+    start = time.perf_counter()
+    log_configurations(info, job, mlflow_runs(records, spec, problem))
+    log.info("logged %d runs to MLflow in %.1f s", len(records), time.perf_counter() - start)
+    _atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
+
+
+# --- aggregate ----------------------------------------------------------------
+def cmd_aggregate(args):
+    """Tables and figures of one experiment, logged to its parent run."""
+    import pandas as pd
+
+    from dpcd.report import markdown_table, plot_rel_error, summary_table
+    from dpcd.tracking import log_experiment_artifacts
+
+    runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
+    if runs.empty:
+        raise ValueError(f"experiment {args.experiment}: the solve stage produced no runs")
+    table = summary_table(runs)
+    # Selecting hyperparameters on the private data is itself not private.
+    nonprivate = {"hyperparameter_selection"}
+    for value in runs["nonprivate_inputs"].dropna().unique():
+        nonprivate.update(filter(None, value.split(",")))
+    _atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
+    text = markdown_table(table, args.experiment, sorted(nonprivate))
+    _atomic_write(args.md, lambda tmp: tmp.write_text(text))
+    for path, x in ((args.figure_passes, "pass"), (args.figure_time, "time")):
+        _atomic_write(path, lambda tmp: plot_rel_error(runs, tmp, x=x, title=args.experiment))
+    best = table.loc[table.groupby("solver")["rel_error_mean"].idxmin()]
+    metrics = {f"best_rel_error.{row.solver}": row.rel_error_mean for row in best.itertuples()}
+    info = read_json(args.mlflow)
+    log_experiment_artifacts(
+        info, [args.csv, args.md, args.figure_passes, args.figure_time],
+        tags={"privacy.nonprivate_inputs": ",".join(sorted(nonprivate))},
+        metrics=metrics,
+    )
+
+
+def register(subparsers):
+    """Add the stage subcommands to the ``dpcd`` parser."""
+
+    def add(name, func, help):
+        parser = subparsers.add_parser(name, help=help, description=help)
+        parser.set_defaults(func=_with_logging(func))
+        return parser
+
+    p = add("warmup", cmd_warmup, "compile the numba kernels into the cache")
+    p.add_argument("--out", required=True)
+
+    p = add("smoothness", cmd_smoothness, "exact coordinate-wise smoothness constants")
+    p.add_argument("--data", required=True)
+    p.add_argument("--loss", required=True)
+    p.add_argument("--out", required=True)
+
+    p = add("private-smoothness", cmd_private_smoothness, "private smoothness constants (DP-CD App. F)")
+    p.add_argument("--data", required=True)
+    p.add_argument("--exact", required=True)
+    p.add_argument("--spec", required=True, help="JSON: privacy, seeds, base_seed, loss, smoothness_fraction")
+    p.add_argument("--out", required=True)
+
+    p = add("reference", cmd_reference, "non-private optimum F* of a problem")
+    p.add_argument("--data", required=True)
+    p.add_argument("--problem", required=True, help="JSON: loss, penalty, alpha, l1_ratio")
+    p.add_argument("--tol", type=float, default=1e-10)
+    p.add_argument("--out", required=True)
+
+    p = add("track", cmd_track, "create the MLflow experiment and its parent run")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--out", required=True)
+
+    p = add("solve", cmd_solve, "run one chunk of a solver sweep and log it to MLflow")
+    p.add_argument("--spec", required=True, help="JSON written by the solve rule")
+    p.add_argument("--chunk", type=int, required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--smoothness", required=True)
+    p.add_argument("--private-smoothness", default="")
+    p.add_argument("--reference", required=True)
+    p.add_argument("--mlflow", required=True)
+    p.add_argument("--out", required=True)
+
+    p = add("aggregate", cmd_aggregate, "tables and figures of one experiment")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--spec", required=True)
+    p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--reference", required=True)
+    p.add_argument("--mlflow", required=True)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--figure-passes", required=True)
+    p.add_argument("--figure-time", required=True)
+
+
+def _with_logging(func):
+    def run(args):
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        return func(args)
+
+    return run

@@ -1,0 +1,86 @@
+"""Expand a solver's hyperparameter grid into configurations, chunks and seeds."""
+
+import hashlib
+import itertools
+import json
+
+import numpy as np
+
+
+def expand_grid(values):
+    """Return the list of values a grid entry stands for.
+
+    Parameters
+    ----------
+    values : list of float or dict
+        Either explicit values, or ``{"geomspace": [start, stop, num]}``
+        for ``num`` log-spaced values (the papers' grids).
+
+    Returns
+    -------
+    list of float
+    """
+    if isinstance(values, dict):
+        start, stop, num = values["geomspace"]
+        return [float(v) for v in np.geomspace(start, stop, int(num))]
+    return [v if isinstance(v, int) else float(v) for v in values]
+
+
+def configurations(solver, grid, passes, epsilons):
+    """All configurations of one solver, in a deterministic order.
+
+    Parameters
+    ----------
+    solver : str
+        Solver name.
+    grid : dict
+        Hyperparameter name -> grid entry (see :func:`expand_grid`); scalar
+        entries (e.g. ``smoothness_fraction``) are constants, not axes.
+    passes : list of int
+        Numbers of passes; each is a separate run since the noise depends on it.
+    epsilons : list of float
+        Target epsilons; each is a separate run.
+
+    Returns
+    -------
+    list of dict
+        One dict per configuration with keys ``solver``, ``epsilon``,
+        ``passes`` and the hyperparameters.
+    """
+    axes = {"epsilon": [float(e) for e in epsilons], "passes": [int(k) for k in passes]}
+    constants = {}
+    for name in sorted(grid):
+        value = grid[name]
+        if isinstance(value, (list, dict)):
+            axes[name] = expand_grid(value)
+        else:
+            constants[name] = value
+    names = list(axes)
+    configs = []
+    for combo in itertools.product(*(axes[name] for name in names)):
+        cfg = {"solver": solver, **dict(zip(names, combo)), **constants}
+        configs.append(cfg)
+    return configs
+
+
+def chunk_of(configs, chunk, n_chunks):
+    """Configurations of one chunk (round-robin, so chunks cost about the same)."""
+    if not 0 <= chunk < n_chunks:
+        raise ValueError(f"chunk {chunk} is outside [0, {n_chunks})")
+    return configs[chunk::n_chunks]
+
+
+def config_id(config):
+    """Short stable hash of a configuration (the same on every machine)."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def run_seed(base_seed, seed_index):
+    """Integer seed of run ``seed_index``, spawned from ``base_seed``.
+
+    Every configuration uses the same seeds, so hyperparameters are compared
+    on common random numbers.
+    """
+    state = np.random.SeedSequence([base_seed, seed_index]).generate_state(1)
+    return int(state[0])

@@ -1,0 +1,101 @@
+"""The data and constants one sweep shares across all its configurations."""
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from dpcd.data import load_dataset
+from dpcd.problems import make_problem
+
+
+@dataclass
+class SweepProblem:
+    """A dataset, a datafit/penalty pair and their constants, loaded once per job.
+
+    Attributes
+    ----------
+    X : ndarray, shape (n_samples, n_features)
+        Design matrix (float64).
+    y : ndarray, shape (n_samples,)
+        Labels.
+    datafit, penalty : objects from :mod:`dpcd.problems`
+    smoothness : ndarray, shape (n_features,)
+        Exact coordinate-wise smoothness constants M_j of f.
+    global_smoothness : float
+        Smoothness constant beta of f (DP-SGD's step is gamma / beta).
+    max_abs : ndarray, shape (n_features,)
+        max_i |x_ij|, from which DP-CD-P's crude bounds are derived.
+    nonprivate_inputs : list of str
+        What the data stage computed from the data without noise.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    datafit: object
+    penalty: object
+    smoothness: np.ndarray
+    global_smoothness: float
+    max_abs: np.ndarray
+    nonprivate_inputs: list = field(default_factory=list)
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @cached_property
+    def X_fortran(self):
+        """X column-major, as coordinate updates walk it (converted once)."""
+        return np.asfortranarray(self.X, dtype=np.float64)
+
+    @cached_property
+    def X_c(self):
+        """X row-major, as sample-wise (SGD) updates walk it (converted once)."""
+        return np.ascontiguousarray(self.X, dtype=np.float64)
+
+
+def dense(X):
+    """Solvers walk dense arrays; sparse matrices are densified here, once."""
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+
+
+def load_problem(data_path, problem_spec, smoothness_path):
+    """Load a preprocessed dataset and its smoothness constants for one sweep.
+
+    Parameters
+    ----------
+    data_path : str
+        ``results/data/processed/{dataset}/{variant}.npz``.
+    problem_spec : dict
+        ``{"loss", "penalty", "alpha", "l1_ratio"}`` from the config.
+    smoothness_path : str
+        JSON written by ``dpcd smoothness``.
+
+    Returns
+    -------
+    SweepProblem
+    """
+    dataset = load_dataset(data_path)
+    datafit, penalty = make_problem(
+        problem_spec["loss"],
+        problem_spec["penalty"],
+        problem_spec.get("alpha", 0.0),
+        problem_spec.get("l1_ratio", 0.5),
+    )
+    with open(smoothness_path) as fh:
+        constants = json.load(fh)
+    return SweepProblem(
+        X=dense(dataset.X),
+        y=np.asarray(dataset.y, dtype=np.float64),
+        datafit=datafit,
+        penalty=penalty,
+        smoothness=np.asarray(constants["smoothness"], dtype=np.float64),
+        global_smoothness=float(constants["global_smoothness"]),
+        max_abs=np.asarray(constants["max_abs"], dtype=np.float64),
+        nonprivate_inputs=list(dataset.meta.get("nonprivate_inputs", [])),
+    )

@@ -1,0 +1,228 @@
+"""Run one chunk of a sweep in-process: configurations x seeds, one tidy table."""
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from dpcd.sweep.adapters import HYPERPARAMETERS, Budget, get_adapter
+from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
+
+
+@dataclass
+class ConfigRecord:
+    """Everything MLflow gets about one configuration (all its seeds)."""
+
+    config: dict
+    config_id: str
+    status: str
+    objective: np.ndarray  # shape (n_seeds, passes + 1)
+    rel_error: np.ndarray  # shape (n_seeds, passes + 1)
+    time: np.ndarray  # shape (n_seeds,), seconds in the kernels
+    ledgers: list = field(default_factory=list)
+
+
+def epsilons_of(privacy_spec):
+    eps = privacy_spec["epsilon"]
+    return list(eps) if isinstance(eps, (list, tuple)) else [eps]
+
+
+def resolve_delta(privacy_spec, n_samples):
+    """delta from the config, or 1/n^2 (the papers' choice) when null."""
+    delta = privacy_spec.get("delta")
+    return 1.0 / n_samples**2 if delta is None else float(delta)
+
+
+def chunk_configurations(spec, chunk):
+    """The configurations of chunk ``chunk`` of a solve spec."""
+    configs = configurations(
+        spec["solver"], spec["grid"], spec["passes"], epsilons_of(spec["privacy"])
+    )
+    return chunk_of(configs, chunk, spec["chunks"])
+
+
+def _private_estimate(estimates, epsilon, seed_index):
+    if estimates is None:
+        return None
+    for entry in estimates["estimates"]:
+        if entry["epsilon"] == epsilon and entry["seed_index"] == seed_index:
+            return {**entry, "smoothness_fraction": estimates["smoothness_fraction"]}
+    raise ValueError(
+        f"no private smoothness estimate for epsilon={epsilon}, seed {seed_index}"
+    )
+
+
+def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
+    """Run every configuration of one chunk over all seeds.
+
+    Parameters
+    ----------
+    spec : dict
+        The solve rule's params (experiment, solver, grid, passes, privacy,
+        seeds, base_seed, chunks, ...).
+    chunk : int
+        Which chunk of the configurations to run.
+    problem : SweepProblem
+        Data and constants, loaded once for the whole chunk.
+    f_star : float
+        Non-private optimum, for the relative error (F - F*) / F*.
+    private_estimates : dict, optional
+        Output of the private smoothness stage (DP-CD-P only).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per (configuration, seed, pass).
+    records : list of ConfigRecord
+        One per configuration, for MLflow.
+    """
+    adapter = get_adapter(spec["solver"])
+    privacy_spec = spec["privacy"]
+    delta = resolve_delta(privacy_spec, problem.n_samples)
+    accountant = privacy_spec.get("accountant", "auto")
+    seeds = [run_seed(spec["base_seed"], k) for k in range(spec["seeds"])]
+    rows, records = [], []
+    for config in chunk_configurations(spec, chunk):
+        budget = Budget(config["epsilon"], delta, accountant)
+        cid = config_id(config)
+        objectives, times, ledgers = [], [], []
+        for seed_index, seed in enumerate(seeds):
+            estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
+            result, ledger = adapter(problem, config, seed, budget, estimate)
+            objectives.append(np.asarray(result.objective, dtype=np.float64))
+            times.append(float(result.time))
+            ledgers.append(ledger)
+        objective = np.vstack(objectives)
+        rel_error = (objective - f_star) / abs(f_star)
+        status = "done" if np.all(np.isfinite(objective)) else "diverged"
+        time = np.asarray(times)
+        records.append(
+            ConfigRecord(config, cid, status, objective, rel_error, time, ledgers)
+        )
+        frame = _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta)
+        frame["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
+        rows.append(frame)
+    table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
+    return table, records
+
+
+def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta):
+    n_seeds, n_points = objective.shape
+    passes = config["passes"]
+    pass_index = np.tile(np.arange(n_points), n_seeds)
+    # Every pass costs the same, so the time at pass k is k/passes of the total.
+    elapsed = np.repeat(time, n_points) * pass_index / passes
+    frame = pd.DataFrame(
+        {
+            "experiment": spec["experiment"],
+            "solver": spec["solver"],
+            "config_id": cid,
+            "epsilon": float(config["epsilon"]),
+            "delta": delta,
+            "passes": int(passes),
+            "seed_index": np.repeat(np.arange(n_seeds), n_points),
+            "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n_points),
+            "pass": pass_index,
+            "objective": objective.ravel(),
+            "rel_error": rel_error.ravel(),
+            "time": elapsed,
+            "status": status,
+        }
+    )
+    for name in HYPERPARAMETERS:
+        frame[name] = float(config[name]) if name in config else np.nan
+    achieved = [
+        ledger.epsilon_achieved if ledger is not None else np.nan for ledger in ledgers
+    ]
+    frame["epsilon_achieved"] = np.repeat(achieved, n_points)
+    return frame
+
+
+def _empty_table():
+    columns = [
+        "experiment", "solver", "config_id", "epsilon", "delta", "passes",
+        "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
+        *HYPERPARAMETERS, "epsilon_achieved", "nonprivate_inputs",
+    ]
+    return pd.DataFrame({name: [] for name in columns})
+
+
+def _nonprivate_inputs(problem, ledger):
+    names = set(problem.nonprivate_inputs)
+    if ledger is not None:
+        names.update(ledger.nonprivate_inputs)
+    return ",".join(sorted(names))
+
+
+def mlflow_runs(records, spec, problem):
+    """One MLflow child run per configuration: params, per-pass curves, budget.
+
+    Seeds are summarised (mean, min, max per pass) so a sweep of thousands of
+    configurations stays thousands of runs, not tens of thousands; the
+    per-seed values are in the job's parquet table.
+    """
+    runs = []
+    problem_spec = spec["problem"]
+    for record in records:
+        config = record.config
+        params = {
+            "solver": spec["solver"],
+            "dataset": spec["dataset"],
+            "variant": spec["variant"],
+            "loss": problem_spec["loss"],
+            "penalty": problem_spec["penalty"],
+            "alpha": problem_spec.get("alpha", 0.0),
+            "n_samples": problem.n_samples,
+            "n_features": problem.n_features,
+            "seeds": spec["seeds"],
+            "base_seed": spec["base_seed"],
+            **{k: v for k, v in config.items() if k != "solver"},
+        }
+        metrics = []
+        mean = record.rel_error.mean(axis=0)
+        for step in range(record.objective.shape[1]):
+            metrics += [
+                ("objective", record.objective[:, step].mean(), step),
+                ("rel_error", mean[step], step),
+                ("rel_error_min", record.rel_error[:, step].min(), step),
+                ("rel_error_max", record.rel_error[:, step].max(), step),
+            ]
+        final = record.rel_error[:, -1]
+        metrics += [
+            ("final_rel_error_mean", final.mean(), 0),
+            ("final_rel_error_std", final.std(ddof=1) if final.size > 1 else 0.0, 0),
+            ("time_mean", record.time.mean(), 0),
+        ]
+        ledger = record.ledgers[0]
+        tags = {
+            "dpcd.experiment": spec["experiment"],
+            "dpcd.solver": spec["solver"],
+            "sweep.config_id": record.config_id,
+            "status": record.status,
+            "privacy.nonprivate_inputs": _nonprivate_inputs(problem, ledger),
+        }
+        artifacts = {}
+        if ledger is None:
+            tags["privacy.private"] = "false"
+        else:
+            tags["privacy.private"] = "true"
+            tags["privacy.accountant"] = ledger.accountant
+            params.update(ledger.flat_params())
+            metrics += [(k, v, 0) for k, v in ledger.flat_metrics().items()]
+            # The optimisation mechanism is the last one (DP-CD-P's estimate comes first).
+            metrics += [
+                ("privacy.noise_multiplier", ledger.mechanisms[-1].noise_multiplier, 0),
+                ("privacy.n_releases", sum(m.count for m in ledger.mechanisms), 0),
+            ]
+            ledgers = [item.to_dict() for item in record.ledgers]
+            same = all(item == ledgers[0] for item in ledgers)
+            artifacts["privacy_ledger.json"] = json.dumps(
+                ledgers[0] if same else ledgers, indent=1, sort_keys=True
+            )
+        name = f"{spec['solver']}-{record.config_id}"
+        runs.append(
+            {"name": name, "params": params, "tags": tags, "metrics": metrics,
+             "status": record.status, "artifacts": artifacts}
+        )
+    return runs

@@ -1,0 +1,238 @@
+"""Write sweeps to MLflow with few, batched calls.
+
+Layout (kept usable when a sweep has thousands of configurations):
+
+- one MLflow experiment per config experiment (``dpcd/<name>``);
+- one parent run per experiment (tag ``dpcd.role=parent``), which receives
+  the tables and figures of the aggregation stage;
+- one child run per configuration (solver x hyperparameters x passes x
+  epsilon), its seeds summarised as mean/min/max curves, with tags
+  ``dpcd.solver``, ``dpcd.job`` and ``sweep.config_id`` to filter on.
+
+A solve job replaces its own earlier child runs (same ``dpcd.job``), so a
+rerun never leaves duplicates; runs are written only after their
+computation, so a killed job leaves nothing marked finished.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+DEFAULT_URI = "sqlite:///results/mlflow.db"
+
+# MLflow's per-request limits for log_batch.
+MAX_METRICS, MAX_PARAMS, MAX_TAGS = 1000, 100, 100
+
+
+def tracking_uri():
+    """MLFLOW_TRACKING_URI when set (the workflow sets it from config), else the default."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def _client():
+    return MlflowClient(tracking_uri())
+
+
+def _retry(func, *args, attempts=8, **kwargs):
+    """Retry a call that may race other jobs on a shared SQLite store."""
+    for attempt in range(attempts):
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:  # mlflow wraps sqlite errors in several types
+            text = str(exc).lower()
+            transient = "locked" in text or "unique constraint" in text or "already exists" in text
+            if not transient or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * 2**attempt)
+
+
+def _artifact_location(name):
+    """Artifacts of a local SQLite store live next to it, under results/."""
+    uri = tracking_uri()
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        return (db.parent.resolve() / "mlflow-artifacts" / name.replace("/", "_")).as_uri()
+    return None
+
+
+def git_sha():
+    """Commit of the code that ran, or 'unknown' outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def setup_experiment(name):
+    """Get or create the MLflow experiment and its parent run.
+
+    Parameters
+    ----------
+    name : str
+        MLflow experiment name.
+
+    Returns
+    -------
+    dict
+        ``{"tracking_uri", "experiment_name", "experiment_id", "parent_run_id"}``.
+    """
+    client = _client()
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        try:
+            experiment_id = client.create_experiment(
+                name, artifact_location=_artifact_location(name)
+            )
+        except Exception:
+            # Another process created it between the lookup and the creation.
+            experiment_id = _retry(client.get_experiment_by_name, name).experiment_id
+    else:
+        experiment_id = experiment.experiment_id
+    parents = client.search_runs(
+        [experiment_id], filter_string="tags.`dpcd.role` = 'parent'", max_results=1
+    )
+    if parents:
+        parent_id = parents[0].info.run_id
+    else:
+        parent = client.create_run(
+            experiment_id,
+            run_name=name.split("/")[-1],
+            tags={"dpcd.role": "parent", "git.sha": git_sha()},
+        )
+        parent_id = parent.info.run_id
+    return {
+        "tracking_uri": tracking_uri(),
+        "experiment_name": name,
+        "experiment_id": experiment_id,
+        "parent_run_id": parent_id,
+    }
+
+
+def _batches(items, size):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _log_batch(client, run_id, metrics=(), params=(), tags=()):
+    """Split one run's data into log_batch calls within MLflow's limits."""
+    metrics, params, tags = list(metrics), list(params), list(tags)
+    for chunk in _batches(params, MAX_PARAMS):
+        _retry(client.log_batch, run_id, params=chunk)
+    for chunk in _batches(tags, MAX_TAGS):
+        _retry(client.log_batch, run_id, tags=chunk)
+    for chunk in _batches(metrics, MAX_METRICS):
+        _retry(client.log_batch, run_id, metrics=chunk)
+
+
+def _delete_job_runs(client, info, job):
+    """Remove a job's earlier child runs so a rerun replaces, never duplicates."""
+    filter_string = f"tags.`dpcd.job` = '{job}'"
+    page_token = None
+    while True:
+        page = client.search_runs(
+            [info["experiment_id"]], filter_string=filter_string,
+            max_results=1000, page_token=page_token,
+        )
+        for run in page:
+            _retry(client.delete_run, run.info.run_id)
+        page_token = page.token
+        if not page_token:
+            break
+
+
+@contextmanager
+def _terminate_as_failed_on_signal():
+    """Turn SIGTERM (Snakemake cancelling a job) into an exception."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def log_configurations(info, job, runs):
+    """Log one solve job's configurations as child runs of the experiment.
+
+    Parameters
+    ----------
+    info : dict
+        Output of :func:`setup_experiment`.
+    job : str
+        Identifier of the solve job (``experiment/solver/chunkK``).
+    runs : list of dict
+        Each with ``name``, ``params`` (dict), ``tags`` (dict),
+        ``metrics`` (list of (key, value, step)), ``status`` and optional
+        ``artifacts`` (dict of artifact file -> text).
+
+    Returns
+    -------
+    list of str
+        The run ids, in the order of ``runs``.
+    """
+    client = MlflowClient(info["tracking_uri"])
+    _delete_job_runs(client, info, job)
+    sha = git_sha()
+    now = int(time.time() * 1000)
+    run_ids = []
+    with _terminate_as_failed_on_signal():
+        for run in runs:
+            tags = {
+                **run["tags"],
+                "mlflow.parentRunId": info["parent_run_id"],
+                "dpcd.job": job,
+                "git.sha": sha,
+            }
+            created = _retry(
+                client.create_run, info["experiment_id"], run_name=run["name"], tags=tags
+            )
+            run_id = created.info.run_id
+            try:
+                _log_batch(
+                    client, run_id,
+                    metrics=[Metric(k, float(v), now, int(s)) for k, v, s in run["metrics"]],
+                    params=[Param(k, str(v)) for k, v in sorted(run["params"].items())],
+                )
+                for path, text in run.get("artifacts", {}).items():
+                    _retry(client.log_text, run_id, text, path)
+            except BaseException:
+                client.set_terminated(run_id, "FAILED")
+                raise
+            # A diverged configuration is a finished computation with a bad result.
+            _retry(client.set_terminated, run_id, "FINISHED")
+            run_ids.append(run_id)
+    return run_ids
+
+
+def log_experiment_artifacts(info, paths, tags=None, metrics=None):
+    """Attach the aggregation's tables and figures to the parent run."""
+    client = MlflowClient(info["tracking_uri"])
+    run_id = info["parent_run_id"]
+    for path in paths:
+        _retry(client.log_artifact, run_id, str(path))
+    _log_batch(
+        client, run_id,
+        metrics=[Metric(k, float(v), int(time.time() * 1000), 0) for k, v in (metrics or {}).items()],
+        tags=[RunTag(k, str(v)) for k, v in (tags or {}).items()],
+    )
+    _retry(client.set_terminated, run_id, "FINISHED")
+
+
+def read_info(path):
+    """Read the JSON written by ``dpcd track``."""
+    with open(path) as fh:
+        return json.load(fh)

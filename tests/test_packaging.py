@@ -1,0 +1,41 @@
+"""The conda environment and pyproject.toml declare the same dependencies."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _name(requirement):
+    return re.split(r"[<>=!~ ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
+
+
+def test_conda_env_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pip_deps = {_name(r): r for r in project["dependencies"]}
+    env = yaml.safe_load((ROOT / "envs" / "dpcd.yaml").read_text())
+    conda_deps = {
+        _name(d): d for d in env["dependencies"] if isinstance(d, str) and _name(d) not in ("python", "pip")
+    }
+    assert set(conda_deps) == set(pip_deps)
+    # Same version bounds, written the same way.
+    for name, requirement in pip_deps.items():
+        assert conda_deps[name].replace(" ", "") == requirement.replace(" ", ""), name
+    # The environment installs the package itself.
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert any(".." in entry for entry in pip_section)
+
+
+def test_every_rule_uses_the_conda_env_and_logs():
+    rules = (ROOT / "workflow" / "rules").glob("*.smk")
+    for path in rules:
+        text = path.read_text()
+        n_rules = len(re.findall(r"^rule \w+:", text, flags=re.M))
+        if not n_rules:
+            continue
+        assert text.count('"../../envs/dpcd.yaml"') == n_rules, path.name
+        assert text.count("log:") == n_rules, path.name
+        assert text.count("benchmark:") == n_rules, path.name

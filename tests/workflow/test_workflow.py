@@ -1,0 +1,159 @@
+"""End to end: the real workflow on the tiny config, read back from its outputs and MLflow."""
+
+import shutil
+
+import pandas as pd
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from conftest import make_workdir, planned_jobs, snakemake
+
+pytestmark = pytest.mark.workflow
+
+TINY_SOLVERS = {"cd": 1 * 2, "dp_cd": 4 * 2, "dp_sgd": 1 * 2}  # configurations x passes
+
+
+def test_outputs_exist_and_tables_are_complete(finished_workdir):
+    results = finished_workdir / "results"
+    for experiment in ("exp_a", "exp_b"):
+        for figure in ("rel_error", "rel_error_time"):
+            png = results / "figures" / f"{experiment}_{figure}.png"
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (results / "tables" / f"{experiment}.md").read_text().startswith(f"# {experiment}")
+    table = pd.read_csv(results / "tables" / "exp_a.csv")
+    # One row per solver and passes, the best configuration of each.
+    assert sorted(zip(table.solver, table.passes)) == sorted(
+        (s, k) for s in TINY_SOLVERS for k in (2, 3)
+    )
+    assert (table.n_seeds == 2).all()
+    assert (table.status == "done").all()
+    # The non-private CD reaches F* much more closely than the private solvers.
+    cd = table[table.solver == "cd"].rel_error_mean.min()
+    assert cd >= -1e-9
+    assert (table[table.solver != "cd"].rel_error_mean > -1e-9).all()
+    # Private runs spend no more than their budget.
+    private = table[table.solver != "cd"]
+    assert (private.epsilon_achieved <= 5.0 + 1e-9).all()
+    assert (private.epsilon_achieved >= 0.99 * 5.0).all()
+
+
+def test_tidy_runs_have_every_seed_and_pass(finished_workdir):
+    runs = pd.concat(
+        pd.read_parquet(p) for p in (finished_workdir / "results" / "runs" / "exp_a").rglob("*.parquet")
+    )
+    per_config = runs.groupby(["solver", "config_id"]).size()
+    assert per_config.groupby("solver").size().to_dict() == TINY_SOLVERS
+    # seeds x (passes + 1) rows for each configuration.
+    for (solver, cid), size in per_config.items():
+        passes = runs[(runs.solver == solver) & (runs.config_id == cid)].passes.iloc[0]
+        assert size == 2 * (passes + 1)
+
+
+def test_mlflow_runs_carry_params_curves_and_budget(finished_workdir):
+    client = MlflowClient(f"sqlite:///{finished_workdir}/results/mlflow.db")
+    experiment = client.get_experiment_by_name("dpcd/exp_a")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("dpcd.role") == "parent"]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1
+    assert len(children) == sum(TINY_SOLVERS.values())
+    assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
+    assert all(r.info.status == "FINISHED" for r in runs)
+    for run in children:
+        params, metrics = run.data.params, run.data.metrics
+        passes = int(params["passes"])
+        history = client.get_metric_history(run.info.run_id, "rel_error")
+        assert [m.step for m in history] == list(range(passes + 1))
+        assert {"solver", "step", "passes", "epsilon", "dataset"} <= set(params)
+        if run.data.tags["dpcd.solver"] == "cd":
+            assert run.data.tags["privacy.private"] == "false"
+            continue
+        assert float(params["privacy.epsilon_target"]) == 5.0
+        assert 0 < float(params["privacy.delta"]) < 1
+        assert 0 < metrics["privacy.epsilon_achieved"] <= 5.0 + 1e-9
+        assert metrics["privacy.noise_multiplier"] > 0
+        assert metrics["privacy.n_releases"] > 0
+        assert "exact_smoothness" in run.data.tags["privacy.nonprivate_inputs"] or (
+            run.data.tags["dpcd.solver"] == "dp_sgd"
+        )
+        artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert "privacy_ledger.json" in artifacts
+    parent_artifacts = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    assert {"exp_a.csv", "exp_a.md", "exp_a_rel_error.png"} <= parent_artifacts
+
+
+def test_second_run_does_nothing(finished_workdir):
+    assert planned_jobs(finished_workdir) == {}
+
+
+def _copy(finished_workdir, tmp_path):
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_workdir, workdir, symlinks=True)
+    return workdir, yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+
+
+def _write(workdir, config):
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def test_editing_a_solver_grid_replans_only_its_solves_and_aggregate(finished_workdir, tmp_path):
+    workdir, config = _copy(finished_workdir, tmp_path)
+    config["experiments"]["exp_a"]["solvers"]["dp_sgd"]["step"] = [0.1, 0.2]
+    _write(workdir, config)
+    assert planned_jobs(workdir) == {"all": 1, "solve": 2, "aggregate": 1}
+
+
+def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workdir, tmp_path):
+    workdir, config = _copy(finished_workdir, tmp_path)
+    config["datasets"]["lasso_b"]["params"]["seed"] = 7
+    _write(workdir, config)
+    jobs = planned_jobs(workdir)
+    # exp_b's chain: data stage, smoothness, reference, its single solve, aggregate.
+    assert jobs.get("solve") == 1
+    assert jobs.get("aggregate") == 1
+    assert jobs.get("reference") == 1
+    assert jobs.get("smoothness") == 1
+    assert "mlflow_experiment" not in jobs and "warmup_numba" not in jobs
+    data_rules = set(jobs) - {"all", "solve", "aggregate", "reference", "smoothness"}
+    assert data_rules and all(jobs[rule] == 1 for rule in data_rules)
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda c: c["experiments"]["exp_a"]["solvers"].update(newton={"step": [1.0]}), "newton"),
+        (lambda c: c["experiments"]["exp_a"]["privacy"].update(epsilon=0), "epsilon"),
+        (lambda c: c["experiments"]["exp_a"].update(dataset="nowhere"), "nowhere"),
+        (lambda c: c["experiments"]["exp_b"]["privacy"].update(delta=1.5), "delta"),
+    ],
+    ids=["unknown-solver", "epsilon-not-positive", "missing-dataset", "delta-out-of-range"],
+)
+def test_invalid_config_fails_at_start_naming_the_field(tmp_path, edit, field):
+    config = yaml.safe_load((make_workdir(tmp_path) / "config" / "config.yaml").read_text())
+    edit(config)
+    _write(tmp_path, config)
+    proc = snakemake(tmp_path, "-n", check=False)
+    assert proc.returncode != 0
+    assert field in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_lint_and_format(tmp_path):
+    workdir = make_workdir(tmp_path)
+    proc = snakemake(workdir, "--lint", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Lints for" not in proc.stdout + proc.stderr
+
+
+def test_snakefiles_are_formatted():
+    import subprocess
+
+    from conftest import BIN, ROOT
+
+    proc = subprocess.run(
+        [str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules"],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,0 +1,127 @@
+# Validation, wildcard constraints and the named helpers every rule uses.
+import json
+import os
+
+from snakemake.utils import validate
+
+
+validate(config, "../schemas/config.schema.yaml")
+
+# Jobs inherit these: one project-local numba cache (filled once by
+# warmup_numba) and the tracking URI (MLFLOW_TRACKING_URI wins when exported).
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.abspath("results/.numba_cache"))
+os.environ.setdefault("MLFLOW_TRACKING_URI", config["mlflow"]["tracking_uri"])
+
+
+wildcard_constraints:
+    dataset="[A-Za-z0-9_]+",
+    variant="[A-Za-z0-9_]+",
+    experiment="[A-Za-z0-9_]+",
+    solver="[a-z0-9_]+",
+    loss="[a-z]+",
+    chunk="[0-9]+",
+
+
+def _json(obj):
+    """Deterministic rendering for params: Snakemake compares params as strings."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def _experiment(name):
+    exp = config["experiments"][name]
+    if exp["dataset"] not in config["datasets"]:
+        raise ValueError(
+            f"config: experiments.{name}.dataset: unknown dataset "
+            f"{exp['dataset']!r}; known: {sorted(config['datasets'])}"
+        )
+    return exp
+
+
+for _name in config["experiments"]:
+    _experiment(_name)
+
+
+def processed_path(wildcards):
+    """The preprocessed dataset an experiment optimises on."""
+    exp = _experiment(wildcards.experiment)
+    return f"results/data/processed/{exp['dataset']}/{exp['variant']}.npz"
+
+
+def smoothness_path(wildcards):
+    """Exact smoothness constants of an experiment's dataset and loss."""
+    exp = _experiment(wildcards.experiment)
+    return (
+        f"results/smoothness/{exp['dataset']}/{exp['variant']}/"
+        f"{exp['problem']['loss']}.json"
+    )
+
+
+def private_smoothness_inputs(wildcards):
+    """The private smoothness estimate, only for solvers that use one."""
+    if wildcards.solver == "dp_cd_p":
+        return f"results/smoothness/private/{wildcards.experiment}.json"
+    return []
+
+
+def problem_params(wildcards):
+    return _json(_experiment(wildcards.experiment)["problem"])
+
+
+def private_smoothness_params(wildcards):
+    """What the private estimate reads: budget, seeds and its share of epsilon."""
+    exp = _experiment(wildcards.experiment)
+    return _json(
+        {
+            "privacy": exp["privacy"],
+            "seeds": exp["seeds"],
+            "base_seed": exp["base_seed"],
+            "loss": exp["problem"]["loss"],
+            "smoothness_fraction": exp["solvers"]["dp_cd_p"]["smoothness_fraction"],
+        }
+    )
+
+
+def solve_params(wildcards):
+    """Everything one solver's sweep reads, and nothing of the other solvers."""
+    exp = _experiment(wildcards.experiment)
+    keys = ("dataset", "variant", "problem", "privacy", "passes", "seeds", "base_seed")
+    spec = {key: exp[key] for key in keys}
+    spec.update(
+        experiment=wildcards.experiment,
+        solver=wildcards.solver,
+        grid=exp["solvers"][wildcards.solver],
+        chunks=exp["chunks"],
+    )
+    return _json(spec)
+
+
+def mlflow_experiment_name(wildcards):
+    return config["mlflow"]["experiment_prefix"] + wildcards.experiment
+
+
+def chunk_results(wildcards):
+    """Every solve job's result file of one experiment."""
+    exp = _experiment(wildcards.experiment)
+    return [
+        f"results/runs/{wildcards.experiment}/{solver}/chunk{chunk}.parquet"
+        for solver in sorted(exp["solvers"])
+        for chunk in range(exp["chunks"])
+    ]
+
+
+def aggregate_params(wildcards):
+    exp = _experiment(wildcards.experiment)
+    return _json({"select_by": exp["select_by"]})
+
+
+def final_outputs():
+    """Tables and figures of every experiment."""
+    outputs = []
+    for name in sorted(config["experiments"]):
+        outputs += [
+            f"results/tables/{name}.csv",
+            f"results/tables/{name}.md",
+            f"results/figures/{name}_rel_error.png",
+            f"results/figures/{name}_rel_error_time.png",
+        ]
+    return outputs

@@ -1,0 +1,35 @@
+# Stage 3: coordinate-wise smoothness constants, exact and private (DP-CD App. F).
+
+
+rule smoothness:
+    input:
+        "results/data/processed/{dataset}/{variant}.npz",
+    output:
+        "results/smoothness/{dataset}/{variant}/{loss}.json",
+    log:
+        "results/logs/smoothness/{dataset}/{variant}/{loss}.log",
+    benchmark:
+        "results/benchmarks/smoothness/{dataset}/{variant}/{loss}.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    shell:
+        "dpcd smoothness --data {input} --loss {wildcards.loss} --out {output} 2> {log}"
+
+
+rule private_smoothness:
+    input:
+        data=processed_path,
+        exact=smoothness_path,
+    output:
+        "results/smoothness/private/{experiment}.json",
+    params:
+        spec=private_smoothness_params,
+    log:
+        "results/logs/private_smoothness/{experiment}.log",
+    benchmark:
+        "results/benchmarks/private_smoothness/{experiment}.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    shell:
+        "dpcd private-smoothness --data {input.data} --exact {input.exact}"
+        " --spec {params.spec:q} --out {output} 2> {log}"
