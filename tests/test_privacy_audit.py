@@ -209,7 +209,7 @@ def test_dp_cd_step():
 
 def test_dp_cd_ten_steps_pld_calibration():
     """K updates of one coordinate: the composition calibrated by PLD holds."""
-    K, n, clip = 10, 10, 1.0
+    K, n, clip = 10, 5, 1.0
     z = dp_accounting.calibrate_dp_mechanism(
         PLDAccountant,
         lambda m: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(m), K),
@@ -250,7 +250,7 @@ def test_dpcd_calibrate_dp_cd(p, passes, j, clips):
     calibrate = getattr(privacy, "calibrate_dp_cd", None)
     if calibrate is None:
         pytest.skip("dpcd.privacy.calibrate_dp_cd not available yet")
-    n = 10
+    n = 5  # any n works (Δ_j = 2C_j/n); small n keeps the K-step runs cheap
     cal = calibrate(n=n, p=p, passes=passes, clip=np.array(clips), epsilon=EPS, delta=DELTA)
     sigma = float(np.ravel(cal.noise_scales)[j])
     steps = passes * p
@@ -261,3 +261,29 @@ def test_dpcd_calibrate_dp_cd(p, passes, j, clips):
     assert 0.3 < ok.epsilon_lb < EPS
     bad = audit.audit_dp_cd_step(EPS, DELTA, noise_scale=sigma / 2, **kw)
     assert bad.epsilon_lb > EPS
+
+
+@pytest.mark.parametrize("mode", ["correct", "paper"])
+def test_dpcd_calibrate_dp_gcd_selection(mode):
+    """Audit the report-noisy-max scales of ``calibrate_dp_gcd`` (one iteration).
+
+    Two coordinates, n = 10, C = 1 (Δ = 0.2): the replaced sample lowers the
+    mean gradient of coordinate 1 by Δ and raises coordinate 2 by Δ, within
+    the clipped range [−1, 1]. The per-step ε′ is the claim. ``mode="paper"``
+    (Theorem 4.2's λ′ = Δ/ε′) must be caught; ``"correct"`` (2Δ/ε′) must not.
+    """
+    gcd = pytest.importorskip("dpcd.privacy.gcd")
+    calibrate = getattr(gcd, "calibrate_dp_gcd", None)
+    if calibrate is None:
+        pytest.skip("dpcd.privacy.gcd.calibrate_dp_gcd not available yet")
+    cal = calibrate(n=10, p=2, iterations=1, clip=np.array([1.0, 1.0]),
+                    epsilon=2.0, delta=DELTA, mode=mode)
+    eps_step = cal.extra["epsilon_per_step"]
+    scales = np.asarray(cal.extra["selection_scales"])
+    res = audit.audit_report_noisy_max([0.4, 0.8], [0.2, 1.0], noise_scale=scales,
+                                       epsilon=eps_step, absolute=True,
+                                       n_runs=N_RUNS, seed=0)
+    if mode == "correct":
+        assert res.epsilon_lb < eps_step
+    else:
+        assert res.epsilon_lb > eps_step

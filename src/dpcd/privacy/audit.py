@@ -471,8 +471,9 @@ def audit_report_noisy_max(
     ----------
     scores_d, scores_dprime : array_like, shape (k,)
         Scores ``u(D)`` and ``u(D')``.
-    noise_scale : float
-        Laplace scale ``b`` applied to every score.
+    noise_scale : float or array_like, shape (k,)
+        Laplace scale ``b`` (one per score, or shared). The result records
+        the largest.
     epsilon : float, optional
         The claimed ε, recorded in the result.
     absolute : bool, default False
@@ -490,7 +491,9 @@ def audit_report_noisy_max(
     u_prime = np.asarray(scores_dprime, dtype=float)
     if u.ndim != 1 or u.shape != u_prime.shape or u.size < 2:
         raise ValueError("scores must be two 1-D arrays of the same length >= 2")
-    b = float(noise_scale)
+    b = np.broadcast_to(np.asarray(noise_scale, dtype=float), u.shape)
+    if np.any(b <= 0):
+        raise ValueError("noise_scale must be positive")
 
     def sample(rng, neighbour, size):
         noisy = (u_prime if neighbour else u) + rng.laplace(0.0, b, (size, u.size))
@@ -501,7 +504,7 @@ def audit_report_noisy_max(
     return audit_scores(
         sample, delta=0.0, n_runs=n_runs, n_select=n_select, alpha=alpha,
         seed=seed, thresholds=np.array([0.5]), epsilon_claimed=epsilon,
-        noise_scale=b,
+        noise_scale=float(b.max()),
     )
 
 
@@ -588,12 +591,17 @@ def _dp_cd_runs(X, y, w0, coords, clip, step, l1, sigma, rng, size):
     (size, p).
     """
     W = np.tile(np.asarray(w0, dtype=float), (size, 1))
-    R = W @ X.T - y
-    for j in coords:
+    # All runs share the starting residual: keep one row (broadcast) until
+    # the noise makes them differ, and skip the update after the last step,
+    # so a single-step audit costs O(size), not O(size · n).
+    R = (X @ np.asarray(w0, dtype=float) - y)[None, :]
+    coords = list(coords)
+    for t, j in enumerate(coords):
         grad = np.clip(X[:, j] * R, -clip, clip).mean(axis=1)
         eta = sigma * rng.standard_normal(size)
         new = _soft_threshold(W[:, j] - step * (grad + eta), step * l1)
-        R += np.outer(new - W[:, j], X[:, j])
+        if t + 1 < len(coords):
+            R = R + np.outer(new - W[:, j], X[:, j])
         W[:, j] = new
     return W
 
