@@ -1,0 +1,197 @@
+"""Calibrations against independent dp_accounting computations and closed forms."""
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting import dp_event, gaussian_mechanism
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from dpcd import privacy
+from dpcd.privacy import accounting
+
+Rel = dp_accounting.NeighboringRelation
+N_CAL = 20640
+DELTA_CAL = 1.0 / N_CAL**2
+
+
+def rdp_eps(event, delta, rel=Rel.ADD_OR_REMOVE_ONE, count=1):
+    acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
+    return acc.compose(event, count).get_epsilon(delta)
+
+
+def pld_eps(event, delta, rel=Rel.ADD_OR_REMOVE_ONE, count=1):
+    acc = pld_privacy_accountant.PLDAccountant(rel, value_discretization_interval=1e-4)
+    return acc.compose(event, count).get_epsilon(delta)
+
+
+def assert_tight(eps, target, slack=0.01):
+    assert eps <= target * (1 + 1e-9), (eps, target)
+    assert eps >= (1 - slack) * target, (eps, target)
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+@pytest.mark.parametrize("epsilon,passes", [(1.0, 10), (0.3, 2), (5.0, 50)])
+def test_dp_cd_round_trip(accountant, epsilon, passes):
+    p = 8
+    cal = privacy.calibrate_dp_cd(N_CAL, p, passes, np.ones(p), epsilon, DELTA_CAL,
+                                  accountant=accountant)
+    assert cal.ledger.accountant == accountant
+    steps = passes * p
+    # Independent: compose via `count=` (not SelfComposed) in a fresh accountant.
+    g = dp_event.GaussianDpEvent(cal.noise_multiplier)
+    eps = (rdp_eps if accountant == "rdp" else pld_eps)(g, DELTA_CAL, count=steps)
+    assert_tight(eps, epsilon)
+    # The exact (analytic) Gaussian never exceeds the accountant's bound.
+    exact = gaussian_mechanism.get_epsilon_gaussian(cal.noise_multiplier / math.sqrt(steps),
+                                                    DELTA_CAL)
+    assert exact <= epsilon * (1 + 1e-6)
+
+
+def test_dp_cd_auto_is_tightest_and_noise_scales():
+    p, clip = 5, np.array([1.0, 0.5, 2.0, 0.1, 3.0])
+    cals = {a: privacy.calibrate_dp_cd(1000, p, 5, clip, 1.0, 1e-6, accountant=a)
+            for a in ("rdp", "pld", "auto")}
+    assert cals["auto"].noise_multiplier == min(cals["rdp"].noise_multiplier,
+                                                cals["pld"].noise_multiplier)
+    # RDP and PLD agree to within a few percent on a single Gaussian ledger.
+    ratio = cals["pld"].noise_multiplier / cals["rdp"].noise_multiplier
+    assert 0.85 < ratio <= 1.0
+    cal = cals["auto"]
+    np.testing.assert_allclose(cal.noise_scales, cal.noise_multiplier * 2 * clip / 1000)
+    assert cal.steps == 25 and cal.ledger.mechanisms[0].count == 25
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0])
+@pytest.mark.parametrize("passes", [1, 10, 50])
+def test_dp_cd_below_theorem_3_1(epsilon, passes):
+    p, n, delta = 8, N_CAL, DELTA_CAL
+    clip = np.linspace(0.5, 2.0, p)
+    cal = privacy.calibrate_dp_cd(n, p, passes, clip, epsilon, delta)
+    sigma_thm = np.sqrt(12 * clip**2 * passes * p * np.log(1 / delta) / (n**2 * epsilon**2))
+    assert np.all(cal.noise_scales <= sigma_thm)
+    paper = privacy.calibrate_dp_cd(n, p, passes, clip, epsilon, delta, accountant="paper")
+    np.testing.assert_allclose(paper.noise_scales, sigma_thm)
+    assert paper.epsilon_achieved <= epsilon
+
+
+def test_replace_one_normalisation_consistent_across_accountants():
+    # dp_accounting's PLD under REPLACE_ONE doubles the shift of an unsampled
+    # Gaussian while RDP does not; our sensitivity-normalised events must not.
+    z = 20.0
+    e_rdp = accounting.epsilon_of(("gaussian", 50), z, 1e-6, "rdp", "replace_one")
+    e_pld = accounting.epsilon_of(("gaussian", 50), z, 1e-6, "pld", "replace_one")
+    assert e_pld <= e_rdp < 1.2 * e_pld
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_dp_sgd_poisson_round_trip(accountant):
+    n, batch, passes = 5000, 50, 5
+    cal = privacy.calibrate_dp_sgd(n, batch, passes, 2.0, 1.0, 1e-5, accountant=accountant)
+    assert cal.steps == math.ceil(passes * n / batch)
+    assert cal.ledger.neighbouring == "add_or_remove_one"
+    assert cal.noise_scales == pytest.approx(cal.noise_multiplier * 2.0)
+    ev = dp_event.PoissonSampledDpEvent(batch / n, dp_event.GaussianDpEvent(cal.noise_multiplier))
+    eps = (rdp_eps if accountant == "rdp" else pld_eps)(ev, 1e-5, count=cal.steps)
+    assert_tight(eps, 1.0, slack=0.01 if accountant == "rdp" else 0.02)
+
+
+def test_dp_sgd_without_replacement():
+    n, batch = 2000, 40
+    cal = privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, sampling="without_replacement")
+    assert cal.ledger.accountant == "rdp" and cal.ledger.neighbouring == "replace_one"
+    assert cal.noise_scales == pytest.approx(cal.noise_multiplier * 2.0)  # sensitivity 2C
+    ev = dp_event.SampledWithoutReplacementDpEvent(n, batch,
+                                                   dp_event.GaussianDpEvent(cal.noise_multiplier))
+    assert_tight(rdp_eps(ev, 1e-5, Rel.REPLACE_ONE, count=cal.steps), 2.0)
+    with pytest.raises(ValueError, match="accountant"):
+        privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, sampling="without_replacement",
+                                 accountant="pld")
+    with pytest.raises(ValueError, match="relation"):
+        privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, relation="replace_one")
+
+
+@pytest.mark.parametrize("variant", ["dual", "seq"])
+@pytest.mark.parametrize("sampling", ["poisson", "without_replacement"])
+def test_dp_scd_round_trip(variant, sampling):
+    n, p, L, T = 3000, 20, 30, 200
+    cal = privacy.calibrate_dp_scd(n, p, L, 1.5, 1.0, 1e-5, iterations=T, variant=variant,
+                                   sampling=sampling, accountant="rdp")
+    sens = privacy.dp_scd_sensitivity(1.5, L, variant, cal.ledger.neighbouring)
+    if variant == "dual":
+        expected = math.sqrt(2) * 1.5 * (1 if sampling == "poisson" else 2)
+    else:
+        expected = 2 * 1.5 * math.sqrt(L * (L + 1))
+    assert sens == pytest.approx(expected)
+    assert cal.noise_scales == pytest.approx(cal.noise_multiplier * expected)
+    assert cal.sampling == sampling and cal.sampling_rate == pytest.approx(L / n)
+    g = dp_event.GaussianDpEvent(cal.noise_multiplier)
+    if sampling == "poisson":
+        assert cal.ledger.neighbouring == "replace_special"
+        eps = rdp_eps(dp_event.PoissonSampledDpEvent(L / n, g), 1e-5, Rel.REPLACE_SPECIAL, T)
+    else:
+        assert cal.ledger.neighbouring == "replace_one"
+        eps = rdp_eps(dp_event.SampledWithoutReplacementDpEvent(n, L, g), 1e-5,
+                      Rel.REPLACE_ONE, T)
+    assert_tight(eps, 1.0)
+
+
+def test_dp_scd_primal_and_sampling_mismatch():
+    cal = privacy.calibrate_dp_scd(500, 40, 4, 1.0, 1.0, 1e-5, passes=3, variant="primal",
+                                   accountant="rdp")
+    assert cal.sampling == "none" and cal.steps == 30 and cal.sampling_rate == 1.0
+    assert cal.noise_scales == pytest.approx(cal.noise_multiplier * 2 * math.sqrt(20))
+    assert_tight(rdp_eps(dp_event.GaussianDpEvent(cal.noise_multiplier), 1e-5, count=30), 1.0)
+    with pytest.raises(ValueError, match="sampling"):
+        privacy.calibrate_dp_scd(500, 40, 4, 1.0, 1.0, 1e-5, passes=3, variant="primal",
+                                 sampling="poisson")
+    dual = privacy.calibrate_dp_scd(500, 40, 4, 1.0, 1.0, 1e-5, passes=1)
+    privacy.check_sampling(dual, "poisson")
+    with pytest.raises(ValueError, match="sampling"):
+        privacy.check_sampling(dual, "without_replacement")
+    with pytest.raises(ValueError, match="iterations"):
+        privacy.calibrate_dp_scd(500, 40, 4, 1.0, 1.0, 1e-5)
+
+
+def test_dp_cd_p_budget_lines_add_up():
+    cal = privacy.calibrate_dp_cd_p(N_CAL, 8, 10, np.ones(8), 1.0, DELTA_CAL,
+                                    bounds=np.full(8, 3.0))
+    led = cal.ledger
+    assert [b.group for b in led.budget] == ["smoothness", "optimisation"]
+    assert led.budget[0].epsilon_achieved == pytest.approx(0.1)
+    assert led.budget[0].delta == 0.0
+    assert sum(b.epsilon_achieved for b in led.budget) == pytest.approx(led.epsilon_achieved)
+    assert_tight(led.epsilon_achieved, 1.0)
+    direct = privacy.calibrate_dp_cd(N_CAL, 8, 10, np.ones(8), 0.9, DELTA_CAL)
+    assert cal.noise_multiplier == direct.noise_multiplier
+    np.testing.assert_allclose(cal.extra["smoothness_scales"], 8 * 3.0 / N_CAL / 0.1)
+
+
+def test_calibration_is_cached():
+    accounting._calibrate.cache_clear()
+    privacy.calibrate_dp_cd(777, 3, 2, np.ones(3), 0.7, 1e-6)
+    misses = accounting._calibrate.cache_info().misses
+    for _ in range(50):
+        privacy.calibrate_dp_cd(777, 3, 2, np.ones(3), 0.7, 1e-6)
+    assert accounting._calibrate.cache_info().misses == misses
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(epsilon=0.0), "epsilon"), (dict(epsilon=-1.0), "epsilon"),
+    (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"), (dict(n=1), "n"),
+    (dict(passes=0), "passes"),
+])
+def test_validation(kwargs, name):
+    args = dict(n=100, p=3, passes=1, clip=np.ones(3), epsilon=1.0, delta=1e-5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        privacy.calibrate_dp_cd(**args)
+
+
+def test_validation_batch_size():
+    with pytest.raises(ValueError, match="batch_size"):
+        privacy.calibrate_dp_sgd(100, 101, 1, 1.0, 1.0, 1e-5)
+    with pytest.raises(ValueError, match="batch_size"):
+        privacy.calibrate_dp_scd(100, 3, 101, 1.0, 1.0, 1e-5, iterations=5)

@@ -1,0 +1,63 @@
+"""``dpcd budget``: through dpcd.cli.main and through the console script."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpcd.cli import main
+
+DPCD = Path(sys.executable).parent / "dpcd"
+BASE = ["budget", "--epsilon", "1", "--delta", "1e-6", "--n", "1000"]
+
+
+@pytest.mark.parametrize("extra", [
+    ["--algorithm", "dp_cd", "--p", "5", "--passes", "3"],
+    ["--algorithm", "dp_cd_p", "--p", "5", "--passes", "3", "--smoothness-fraction", "0.2"],
+    ["--algorithm", "dp_gcd", "--p", "5", "--iterations", "20"],
+    ["--algorithm", "dp_scd", "--p", "5", "--batch-size", "10", "--passes", "2"],
+    ["--algorithm", "seq_dp_scd", "--p", "5", "--batch-size", "10", "--iterations", "50"],
+    ["--algorithm", "primal_dp_scd", "--p", "5", "--batch-size", "2", "--passes", "2"],
+    ["--algorithm", "dp_sgd", "--batch-size", "10", "--passes", "2", "--accountant", "rdp"],
+])
+def test_budget_json(extra, capsys):
+    assert main(BASE + extra + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("noise_multiplier", "noise_scales", "epsilon_target", "epsilon_achieved",
+                "delta", "accountant", "mechanisms"):
+        assert key in out
+    assert 0.99 <= out["epsilon_achieved"] <= 1.0
+    assert main(BASE + extra) == 0
+    assert "noise multiplier" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad,word", [
+    (["--epsilon", "0"], "epsilon"), (["--epsilon", "-1"], "epsilon"),
+    (["--delta", "0"], "delta"), (["--delta", "1.5"], "delta"), (["--n", "1"], "n"),
+    (["--batch-size", "5000"], "batch_size"),
+])
+def test_budget_bad_arguments(bad, word, capsys):
+    args = ["budget", "--algorithm", "dp_sgd", "--epsilon", "1", "--delta", "1e-6", "--n",
+            "1000", "--batch-size", "10", "--passes", "1"]
+    for flag, value in zip(bad[::2], bad[1::2]):
+        args[args.index(flag) + 1] = value
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and word in err
+
+
+def test_console_script_california():
+    proc = subprocess.run(
+        [str(DPCD), "budget", "--algorithm", "dp_cd", "--epsilon", "1", "--delta",
+         str(1 / 20640**2), "--n", "20640", "--p", "8", "--passes", "10", "--json"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["accountant"] in ("rdp", "pld")
+    assert 40 < out["noise_multiplier"] < 69.06  # below Theorem 3.1's 69.06
+    bad = subprocess.run([str(DPCD), "budget", "--algorithm", "dp_cd", "--epsilon", "0",
+                          "--delta", "0.1", "--n", "10", "--p", "2", "--passes", "1"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
