@@ -34,7 +34,7 @@ def california_data(n=40, seed=0, crlf=True):
         rows.append(",".join(str(v) for v in [
             round(-124 + 10 * rng.random(), 2), round(32 + 9 * rng.random(), 2),
             rng.integers(1, 52), households * rng.integers(3, 8),
-            households * rng.integers(1, 2), households * rng.integers(2, 4),
+            round(households * (1 + rng.random()), 1), households * rng.integers(2, 4),
             households, round(0.5 + 10 * rng.random(), 4),
             float(rng.integers(15000, 500001)),
         ]))

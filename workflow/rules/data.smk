@@ -84,7 +84,7 @@ rule data_download:
     shell:
         "dpcd data download --dataset {wildcards.dataset} --spec {params.spec:q}"
         " --out-dir results/data/raw/{wildcards.dataset}"
-        " --mirror {DATA_MIRROR:q} --cache {DATA_CACHE:q} --lock-file {DATA_LOCK_FILE:q}"
+        " --mirror={DATA_MIRROR:q} --cache={DATA_CACHE:q} --lock-file={DATA_LOCK_FILE:q}"
         " > {log} 2>&1"
 
 
