@@ -18,8 +18,11 @@ from dpcd.problems import _jit
 def _largest_eigenvalue_gram(X):
     """Largest eigenvalue of ``X^T X`` (squared spectral norm of X)."""
     n_samples, n_features = X.shape
-    if min(n_samples, n_features) <= 2000:
-        return float(np.linalg.norm(X, ord=2) ** 2)
+    if n_features <= 2000:
+        # O(n p^2): the p x p Gram matrix, then its top eigenvalue
+        return float(np.linalg.eigvalsh(X.T @ X)[-1])
+    if n_samples <= 2000:
+        return float(np.linalg.eigvalsh(X @ X.T)[-1])
     from scipy.sparse.linalg import svds
 
     return float(svds(X, k=1, return_singular_vectors=False)[0] ** 2)

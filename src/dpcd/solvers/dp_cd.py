@@ -55,7 +55,7 @@ def coordinate_clip(M, C):
     return np.sqrt(M / M.sum()) * C
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _dp_cd_kernel(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
                   clip, noise_scales, coords, z, n_inner, w_sum, start,
                   obj, obj_last, pass0, f_reported):

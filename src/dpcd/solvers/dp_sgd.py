@@ -20,7 +20,7 @@ from dpcd.solvers.base import SolverResult, check_data, spawn_generators
 _CHUNK_NUMBERS = 1 << 21
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _full_objective(X, y, w, datafit_code, penalty_code, penalty_params):
     """``F(w)`` with a row-wise pass over C-ordered X: O(n_samples n_features)."""
     n_samples, n_features = X.shape
@@ -41,7 +41,7 @@ def _full_objective(X, y, w, datafit_code, penalty_code, penalty_params):
     return acc / n_samples + _penalty_value(penalty_code, penalty_params, w)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _dp_sgd_kernel(X, y, w, datafit_code, penalty_code, penalty_params, step, clip,
                    noise_scale, batch_size, row_norms, batch_ptr, batch_idx, z, grad,
                    checkpoints, obj, ckpt0):

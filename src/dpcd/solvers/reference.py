@@ -30,7 +30,7 @@ from dpcd.problems._jit import (
 from dpcd.solvers.base import SolverResult, check_data
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cd_epochs(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
                n_epochs):
     """``n_epochs`` cyclic proximal CD epochs in place (no clipping, no noise).
