@@ -126,7 +126,7 @@ def _binary_labels(entry, path, labels, skip=0):
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
             raise ValueError(
-                f"{_where(entry, path)}: line {i + 1 + skip}: label {text[i]!r} not in "
+                f"{_where(entry, path)}: line {i + 1 + skip}: label {str(text[i])!r} not in "
                 f"{entry['classes']}"
             )
         return np.where(text == str(entry["positive_label"]), 1.0, -1.0)
@@ -136,7 +136,7 @@ def _binary_labels(entry, path, labels, skip=0):
         bad = sorted(seen - {0.0, 1.0, -1.0}) or sorted(seen)
         i = int(np.flatnonzero(np.isin(values, bad))[0])
         raise ValueError(
-            f"{_where(entry, path)}: line {i + 1 + skip}: label {values[i]!r} is not "
+            f"{_where(entry, path)}: line {i + 1 + skip}: label {float(values[i])} is not "
             f"0/1 or -1/+1"
         )
     return np.where(values > 0, 1.0, -1.0)
