@@ -19,6 +19,7 @@ from dpcd.privacy.calibrate import (
     split_smoothness_budget,
     theorem_3_1_multiplier,
 )
+from dpcd.privacy.gcd import calibrate_dp_gcd, theorem_4_2_scales
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.smoothness import private_smoothness, smoothness_ledger
 
@@ -29,6 +30,7 @@ __all__ = [
     "Mechanism",
     "calibrate_dp_cd",
     "calibrate_dp_cd_p",
+    "calibrate_dp_gcd",
     "calibrate_dp_scd",
     "calibrate_dp_sgd",
     "calibrate_multiplier",
@@ -40,4 +42,5 @@ __all__ = [
     "smoothness_ledger",
     "split_smoothness_budget",
     "theorem_3_1_multiplier",
+    "theorem_4_2_scales",
 ]

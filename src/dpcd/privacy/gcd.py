@@ -93,11 +93,13 @@ def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str) -> 
         # not depend on the relation in the RDP accountant.
         acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=NeighborRel.REPLACE_ONE)
         return float(acc.compose(_rdp_event(eps_step, steps, composition)).get_epsilon(delta))
+    # Pessimistic rounding adds up to one interval per composed step, so the
+    # interval must be small relative to ε′ (privacy losses lie in [−ε′, ε′]).
+    interval = min(PLD_DISCRETIZATION, eps_step / 100)
     rr = pld_lib.from_randomized_response(
-        _rr_parameter(eps_step), 2, value_discretization_interval=PLD_DISCRETIZATION,
+        _rr_parameter(eps_step), 2, value_discretization_interval=interval,
         neighboring_relation=NeighborRel.REPLACE_ONE)
-    lap = pld_lib.from_laplace_mechanism(
-        1.0 / eps_step, value_discretization_interval=PLD_DISCRETIZATION)
+    lap = pld_lib.from_laplace_mechanism(1.0 / eps_step, value_discretization_interval=interval)
     return float(rr.self_compose(steps).compose(lap.self_compose(steps))
                  .get_epsilon_for_delta(delta))
 
