@@ -83,7 +83,8 @@ def best_of(fn, repeats=REPEATS):
 def main():
     print(f"numpy {np.__version__}; {PASSES} passes, best of {REPEATS} runs; "
           "times in ms per pass (p = 8 coordinate updates)")
-    header = (f"{'dataset':12s} {'dp_cd':>8s} {'numpy':>8s} {'floor':>8s} {'X.T@r':>8s} "
+    header = (f"{'dataset':12s} {'dp_cd':>8s} {'numpy':>8s} {'floor':>8s} "
+              f"{'X.T@r':>8s} "
               f"{'paper':>8s} {'paper/dp_cd':>12s} {'dp_cd/floor':>12s} "
               f"{'numpy/dp_cd':>12s} {'dp_sgd b=1':>11s} {'paper sgd':>10s}")
     print(header)
@@ -97,8 +98,8 @@ def main():
                   passes=PASSES)
         dp_cd(X, y, datafit, penalty, seed=0, **{**kw, "passes": 1})  # JIT
         t_cd = best_of(lambda: dp_cd(X, y, datafit, penalty, seed=0, **kw).time)
-        t_np = best_of(lambda: numpy_dp_cd(X, y, datafit, penalty, M, 0.5, clip, sigma,
-                                           10, 0), repeats=2) / 10
+        t_np = best_of(lambda: numpy_dp_cd(X, y, datafit, penalty, M, 0.5, clip,
+                                           sigma, 10, 0), repeats=2) / 10
         r = np.random.default_rng(1).standard_normal(n)
         out = np.empty(p)
         _stream_floor(X, r, out)
@@ -122,7 +123,9 @@ def main():
         dp_sgd(Xc, y, datafit, penalty, passes=1, seed=0, **sgd_kw)  # JIT
         t_sgd = best_of(lambda: dp_sgd(Xc, y, datafit, penalty, passes=5, seed=0,
                                        **sgd_kw).time, repeats=2) / 5
-        ms = lambda t: 1e3 * t  # noqa: E731
+        def ms(t):
+            return 1e3 * t
+
         cd_ms, floor_ms = ms(t_cd / PASSES), ms(t_floor / PASSES)
         paper = PAPER_MS_PER_PASS[name]
         print(f"{name:12s} {cd_ms:8.4f} {ms(t_np):8.3f} {floor_ms:8.4f} "

@@ -105,9 +105,9 @@ def test_coordinate_clip_formula():
     M = np.array([1.0, 4.0, 0.5, 2.5])
     C = coordinate_clip(M, 3.0)
     np.testing.assert_allclose(C, np.sqrt(M / M.sum()) * 3.0)
-    # sensitivity in the M~^{-1} norm, M~ = p M / tr M: sqrt(sum C_j^2 / M~_j) = C / sqrt(p)
-    # and sum_j C_j^2 = C^2
-    assert np.sum(C ** 2) == pytest.approx(9.0)
+    # ||(C_j)_j||_{M~^{-1}} = C with M~ = p M / tr M: sensitivity 2C (Section 5.1)
+    Mt = 4 * M / M.sum()
+    assert np.sqrt(np.sum(C ** 2 / Mt)) == pytest.approx(3.0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -212,7 +212,8 @@ def test_private_run_shapes_and_warm_start():
     datafit, pen = make_problem("squares", "l1", 0.1)
     M = datafit.coordinate_smoothness(X)
     w0 = np.ones(20) * 0.01
-    res = dp_cd(X, y, datafit, pen, smoothness=M, step=0.3, clip=coordinate_clip(M, 1.0),
+    res = dp_cd(X, y, datafit, pen, smoothness=M, step=0.3,
+                clip=coordinate_clip(M, 1.0),
                 noise_scales=np.full(20, 0.01), passes=3, seed=0, w0=w0)
     assert res.objective[0] == pytest.approx(objective(X, y, w0, datafit, pen))
     assert res.objective.shape == (4,) and np.all(np.isfinite(res.objective))

@@ -100,7 +100,8 @@ class L1(BasePenalty):
         step : float or array, shape (n_features,)
             Step sizes.
         """
-        return _soft_threshold(np.asarray(w, dtype=np.float64), np.asarray(step) * self.alpha)
+        w = np.asarray(w, dtype=np.float64)
+        return _soft_threshold(w, np.asarray(step) * self.alpha)
 
     def subdiff_distance(self, w, grad):
         """Distance of ``-grad_j`` to ``alpha * d|w_j|``."""
@@ -195,12 +196,12 @@ class ElasticNet(BasePenalty):
         )
 
     def prox(self, w, step):
-        """Soft-threshold at ``step alpha r`` then shrink by ``1 + step alpha (1 - r)``."""
+        """Soft-threshold at ``step alpha r``, shrink by ``1 + step alpha (1 - r)``."""
         step = np.asarray(step)
         r = self.l1_ratio
-        return _soft_threshold(np.asarray(w, dtype=np.float64), step * self.alpha * r) / (
-            1.0 + step * self.alpha * (1.0 - r)
-        )
+        w = np.asarray(w, dtype=np.float64)
+        return _soft_threshold(w, step * self.alpha * r) / (
+            1.0 + step * self.alpha * (1.0 - r))
 
     def subdiff_distance(self, w, grad):
         """Distance of ``-grad_j`` to the elastic-net subdifferential at ``w_j``."""

@@ -21,7 +21,12 @@ from dpcd.problems._jit import (
     _prox_1d,
     _update_state,
 )
-from dpcd.solvers.base import SolverResult, as_feature_array, check_data, spawn_generators
+from dpcd.solvers.base import (
+    SolverResult,
+    as_feature_array,
+    check_data,
+    spawn_generators,
+)
 
 # coordinate/noise draws are made in chunks of at most this many updates
 _CHUNK_UPDATES = 1 << 20

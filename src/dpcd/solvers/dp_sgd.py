@@ -222,8 +222,8 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     n_steps = math.ceil(passes * n_samples / batch_size)
     n_ckpt = int(math.floor(passes))
     # checkpoint k (pass k) after step ceil(k n / b)
-    ckpts = np.array([math.ceil(k * n_samples / batch_size) for k in range(1, n_ckpt + 1)],
-                     dtype=np.int64)
+    ckpts = np.array([math.ceil(k * n_samples / batch_size)
+                      for k in range(1, n_ckpt + 1)], dtype=np.int64)
 
     w = np.zeros(n_features)
     row_norms = np.sqrt(np.einsum("ij,ij->i", X, X))

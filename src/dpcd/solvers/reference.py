@@ -78,7 +78,7 @@ def _smooth_part_l2(penalty, w_sub):
     return np.zeros_like(w_sub), 0.0
 
 
-def _newton_polish(X, y, w, datafit, penalty, n_steps=50):
+def _newton_polish(X, y, w, datafit, penalty, n_steps=8):
     """Damped Newton steps on the support of ``w`` with signs fixed.
 
     For L1/elastic net the objective restricted to ``{v: sign(v_S) = sign(w_S),
@@ -88,7 +88,8 @@ def _newton_polish(X, y, w, datafit, penalty, n_steps=50):
     """
     smooth_pen = penalty.code in (L2, NONE)
     support = np.arange(w.shape[0]) if smooth_pen else np.flatnonzero(w)
-    if support.size == 0 or support.size > 3000:
+    # the restricted Hessian must be well posed and cheap relative to CD epochs
+    if support.size == 0 or support.size > min(X.shape[0], 1000):
         return w
     Xs = X[:, support]
     n_samples = X.shape[0]
@@ -203,8 +204,8 @@ def reference_solve(X, y, datafit, penalty, *, tol=1e-10, max_iter=100_000,
         "n_epochs": n_epochs,
         "tol": tol,
     }
-    return SolverResult(w=w, objective=np.array(history), n_updates=n_epochs * n_features,
-                        time=elapsed, extra=extra)
+    return SolverResult(w=w, objective=np.array(history),
+                        n_updates=n_epochs * n_features, time=elapsed, extra=extra)
 
 
 class NoPenaltyLike:
