@@ -9,6 +9,7 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/data_common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/smoothness.smk"
 include: "workflow/rules/solve.smk"
@@ -16,6 +17,6 @@ include: "workflow/rules/aggregate.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True

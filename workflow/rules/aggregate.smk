@@ -19,14 +19,14 @@ rule aggregate:
             caption="../report/rel_error_time.rst",
             category="Running time",
         ),
-    params:
-        spec=aggregate_params,
     log:
         "results/logs/aggregate/{experiment}.log",
     benchmark:
         "results/benchmarks/aggregate/{experiment}.tsv"
     conda:
         "../../envs/dpcd.yaml"
+    params:
+        spec=aggregate_params,
     shell:
         "dpcd aggregate --experiment {wildcards.experiment} --spec {params.spec:q}"
         " --runs {input.runs} --reference {input.reference} --mlflow {input.mlflow}"

@@ -4,7 +4,6 @@ import os
 
 from snakemake.utils import validate
 
-
 validate(config, "../schemas/config.schema.yaml")
 
 # Jobs inherit these: one project-local numba cache (filled once by

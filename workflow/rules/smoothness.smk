@@ -22,14 +22,14 @@ rule private_smoothness:
         exact=smoothness_path,
     output:
         "results/smoothness/private/{experiment}.json",
-    params:
-        spec=private_smoothness_params,
     log:
         "results/logs/private_smoothness/{experiment}.log",
     benchmark:
         "results/benchmarks/private_smoothness/{experiment}.tsv"
     conda:
         "../../envs/dpcd.yaml"
+    params:
+        spec=private_smoothness_params,
     shell:
         "dpcd private-smoothness --data {input.data} --exact {input.exact}"
         " --spec {params.spec:q} --out {output} 2> {log}"

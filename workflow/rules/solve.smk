@@ -21,14 +21,14 @@ rule reference:
         warmup="results/.numba_cache/warmup.done",
     output:
         "results/reference/{experiment}.json",
-    params:
-        problem=problem_params,
     log:
         "results/logs/reference/{experiment}.log",
     benchmark:
         "results/benchmarks/reference/{experiment}.tsv"
     conda:
         "../../envs/dpcd.yaml"
+    params:
+        problem=problem_params,
     shell:
         "dpcd reference --data {input.data} --problem {params.problem:q}"
         " --out {output} 2> {log}"
@@ -37,14 +37,14 @@ rule reference:
 rule mlflow_experiment:
     output:
         "results/mlflow/{experiment}.json",
-    params:
-        name=mlflow_experiment_name,
     log:
         "results/logs/mlflow_experiment/{experiment}.log",
     benchmark:
         "results/benchmarks/mlflow_experiment/{experiment}.tsv"
     conda:
         "../../envs/dpcd.yaml"
+    params:
+        name=mlflow_experiment_name,
     shell:
         "dpcd track --experiment {params.name:q} --out {output} 2> {log}"
 
@@ -59,14 +59,14 @@ rule solve:
         warmup="results/.numba_cache/warmup.done",
     output:
         "results/runs/{experiment}/{solver}/chunk{chunk}.parquet",
-    params:
-        spec=solve_params,
     log:
         "results/logs/solve/{experiment}/{solver}/chunk{chunk}.log",
     benchmark:
         "results/benchmarks/solve/{experiment}/{solver}/chunk{chunk}.tsv"
     conda:
         "../../envs/dpcd.yaml"
+    params:
+        spec=solve_params,
     shell:
         "dpcd solve --spec {params.spec:q} --chunk {wildcards.chunk}"
         " --data {input.data} --smoothness {input.smoothness}"

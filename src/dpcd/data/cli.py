@@ -81,7 +81,7 @@ def _download(args):
         source,
         out_dir,
         mirror=args.mirror,
-        lock_file=args.lock_file,
+        lock_file=args.lock_file or os.environ.get("DPCD_DATA_LOCK_FILE") or None,
         cache=args.cache,
         retries=args.retries,
         timeout=args.timeout,
@@ -100,7 +100,7 @@ def _add_fetch_options(p):
                         "(default: $DPCD_DATA_CACHE)")
     p.add_argument("--lock-file", default=None,
                    help="JSON file of sha256 pinned on first use "
-                        "(default: results/data/checksums.lock.json)")
+                        "(default: $DPCD_DATA_LOCK_FILE, else results/data/checksums.lock.json)")
     p.add_argument("--retries", type=int, default=3)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
 

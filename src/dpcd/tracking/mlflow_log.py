@@ -14,6 +14,7 @@ rerun never leaves duplicates; runs are written only after their
 computation, so a killed job leaves nothing marked finished.
 """
 
+import fcntl
 import json
 import os
 import signal
@@ -74,6 +75,24 @@ def git_sha():
         return "unknown"
 
 
+@contextmanager
+def _store_lock():
+    """Serialise store creation: concurrent first uses of one SQLite file race
+    MLflow's schema migrations (daizutabi/hydraflow#245)."""
+    uri = tracking_uri()
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri[len("sqlite:///"):])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def setup_experiment(name):
     """Get or create the MLflow experiment and its parent run.
 
@@ -87,30 +106,27 @@ def setup_experiment(name):
     dict
         ``{"tracking_uri", "experiment_name", "experiment_id", "parent_run_id"}``.
     """
-    client = _client()
-    experiment = client.get_experiment_by_name(name)
-    if experiment is None:
-        try:
+    with _store_lock():
+        client = _client()
+        experiment = client.get_experiment_by_name(name)
+        if experiment is None:
             experiment_id = client.create_experiment(
                 name, artifact_location=_artifact_location(name)
             )
-        except Exception:
-            # Another process created it between the lookup and the creation.
-            experiment_id = _retry(client.get_experiment_by_name, name).experiment_id
-    else:
-        experiment_id = experiment.experiment_id
-    parents = client.search_runs(
-        [experiment_id], filter_string="tags.`dpcd.role` = 'parent'", max_results=1
-    )
-    if parents:
-        parent_id = parents[0].info.run_id
-    else:
-        parent = client.create_run(
-            experiment_id,
-            run_name=name.split("/")[-1],
-            tags={"dpcd.role": "parent", "git.sha": git_sha()},
+        else:
+            experiment_id = experiment.experiment_id
+        parents = client.search_runs(
+            [experiment_id], filter_string="tags.`dpcd.role` = 'parent'", max_results=1
         )
-        parent_id = parent.info.run_id
+        if parents:
+            parent_id = parents[0].info.run_id
+        else:
+            parent = client.create_run(
+                experiment_id,
+                run_name=name.split("/")[-1],
+                tags={"dpcd.role": "parent", "git.sha": git_sha()},
+            )
+            parent_id = parent.info.run_id
     return {
         "tracking_uri": tracking_uri(),
         "experiment_name": name,
