@@ -1,0 +1,47 @@
+"""Grids, chunks and seeds of a sweep."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpcd.sweep import chunk_of, config_id, configurations, expand_grid, run_seed
+
+
+def test_geomspace_grid_matches_numpy():
+    assert expand_grid({"geomspace": [1e-3, 1e6, 100]}) == pytest.approx(np.geomspace(1e-3, 1e6, 100))
+    assert expand_grid([1, 0.5]) == [1, 0.5]
+
+
+def test_configurations_are_the_cartesian_product_in_a_fixed_order():
+    grid = {"step": [0.1, 1.0], "clip": {"geomspace": [1.0, 100.0, 3]}, "smoothness_fraction": 0.1}
+    configs = configurations("dp_cd_p", grid, passes=[2, 5], epsilons=[1.0])
+    assert len(configs) == 2 * 3 * 2
+    assert all(c["smoothness_fraction"] == 0.1 and c["solver"] == "dp_cd_p" for c in configs)
+    assert configs == configurations("dp_cd_p", dict(reversed(grid.items())), [2, 5], [1.0])
+    assert len({config_id(c) for c in configs}) == len(configs)
+
+
+@given(st.integers(1, 60), st.integers(1, 9))
+def test_chunks_partition_the_configurations(n_configs, n_chunks):
+    configs = [{"i": i} for i in range(n_configs)]
+    chunks = [chunk_of(configs, k, n_chunks) for k in range(n_chunks)]
+    assert sorted(c["i"] for chunk in chunks for c in chunk) == list(range(n_configs))
+    sizes = [len(chunk) for chunk in chunks]
+    assert max(sizes) - min(sizes) <= 1
+    with pytest.raises(ValueError, match="chunk"):
+        chunk_of(configs, n_chunks, n_chunks)
+
+
+def test_config_id_is_stable_and_order_free():
+    assert config_id({"a": 1, "b": 2.0}) == config_id({"b": 2.0, "a": 1})
+    assert config_id({"a": 1}) != config_id({"a": 2})
+    # Pinned: the id must not change between machines or versions.
+    assert config_id({"solver": "dp_cd", "step": 1.0}) == "a8cb80654ef4"
+
+
+def test_run_seeds_are_distinct_and_reproducible():
+    seeds = [run_seed(0, k) for k in range(100)]
+    assert len(set(seeds)) == 100
+    assert seeds == [run_seed(0, k) for k in range(100)]
+    assert run_seed(1, 0) != run_seed(0, 0)

@@ -1,0 +1,93 @@
+"""MLflow layout and idempotence, against a real SQLite store in a temp dir."""
+
+import shutil
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from dpcd.tracking import log_configurations, log_experiment_artifacts, setup_experiment
+
+
+@pytest.fixture(scope="module")
+def migrated_db(tmp_path_factory):
+    """Create and migrate one store; each test copies it (migrations take seconds)."""
+    path = tmp_path_factory.mktemp("template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch, migrated_db):
+    shutil.copy(migrated_db, tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    return MlflowClient(uri)
+
+
+def _run(name, value):
+    return {
+        "name": name,
+        "params": {"solver": "dp_cd", "step": 1.0},
+        "tags": {"dpcd.solver": "dp_cd"},
+        "metrics": [("rel_error", value / (k + 1), k) for k in range(3)],
+        "artifacts": {"privacy_ledger.json": '{"epsilon_target": 1.0}'},
+    }
+
+
+def test_setup_is_get_or_create(store):
+    first = setup_experiment("dpcd/demo")
+    again = setup_experiment("dpcd/demo")
+    assert first == again
+    runs = store.search_runs([first["experiment_id"]])
+    assert [r.data.tags["dpcd.role"] for r in runs] == ["parent"]
+
+
+def test_child_runs_are_nested_batched_and_replaced_on_rerun(store):
+    info = setup_experiment("dpcd/demo")
+    log_configurations(info, "demo/dp_cd/chunk0", [_run("a", 1.0), _run("b", 2.0)])
+    log_configurations(info, "demo/dp_cd/chunk1", [_run("c", 3.0)])
+    # The rerun of chunk0 replaces its two runs, and leaves chunk1's alone.
+    ids = log_configurations(info, "demo/dp_cd/chunk0", [_run("a", 1.5)])
+    children = store.search_runs(
+        [info["experiment_id"]], filter_string="tags.`dpcd.solver` = 'dp_cd'"
+    )
+    assert sorted(r.info.run_name for r in children) == ["a", "c"]
+    assert all(r.data.tags["mlflow.parentRunId"] == info["parent_run_id"] for r in children)
+    assert all(r.info.status == "FINISHED" for r in children)
+    history = store.get_metric_history(ids[0], "rel_error")
+    assert [(m.step, m.value) for m in history] == [(0, 1.5), (1, 0.75), (2, 0.5)]
+    assert [a.path for a in store.list_artifacts(ids[0])] == ["privacy_ledger.json"]
+
+
+def test_more_params_than_one_batch_allows(store):
+    info = setup_experiment("dpcd/demo")
+    run = _run("wide", 1.0)
+    run["params"] = {f"p{i:03d}": i for i in range(250)}
+    run["metrics"] = [("m", float(k), k) for k in range(2500)]
+    (run_id,) = log_configurations(info, "demo/wide/chunk0", [run])
+    data = store.get_run(run_id).data
+    assert len(data.params) == 250
+    assert len(store.get_metric_history(run_id, "m")) == 2500
+
+
+def test_a_run_that_fails_while_logging_is_marked_failed(store):
+    info = setup_experiment("dpcd/demo")
+    bad = _run("bad", 1.0)
+    bad["params"] = {"bad|key": 1}  # MLflow rejects '|' in parameter names
+    with pytest.raises(Exception, match="bad"):
+        log_configurations(info, "demo/bad/chunk0", [_run("good", 1.0), bad])
+    runs = {r.info.run_name: r.info.status for r in store.search_runs([info["experiment_id"]])}
+    assert runs["good"] == "FINISHED"
+    assert runs["bad"] == "FAILED"
+
+
+def test_aggregation_artifacts_go_to_the_parent(store, tmp_path):
+    info = setup_experiment("dpcd/demo")
+    table = tmp_path / "demo.csv"
+    table.write_text("solver,rel_error\ndp_cd,0.1\n")
+    log_experiment_artifacts(info, [table], tags={"privacy.nonprivate_inputs": "x"}, metrics={"best": 0.1})
+    parent = store.get_run(info["parent_run_id"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.metrics["best"] == 0.1
+    assert [a.path for a in store.list_artifacts(info["parent_run_id"])] == ["demo.csv"]
