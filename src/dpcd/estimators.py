@@ -174,26 +174,17 @@ class _BaseDPLinear(BaseEstimator):
         """Release the M_j privately with ``smoothness_fraction * epsilon`` (App. F)."""
         eps_smooth, _ = privacy.split_smoothness_budget(epsilon,
                                                         self.smoothness_fraction)
-        n_features = X.shape[1]
-        if self.smoothness_bound is None:
-            # the paper's crude bound |x_ij| <= 2 max_i |x_ij|, read off the data
-            bound = 2.0 * np.abs(X).max(axis=0)
-        else:
-            bound = np.asarray(self.smoothness_bound, dtype=float)
-            if bound.ndim == 0:
-                bound = np.full(n_features, float(bound))
-            if bound.shape != (n_features,) or not np.all(np.isfinite(bound)
-                                                          & (bound > 0)):
+        bound = self.smoothness_bound
+        if bound is not None:
+            bound = np.broadcast_to(np.asarray(bound, dtype=float), (X.shape[1],)) \
+                if np.ndim(bound) == 0 else np.asarray(bound, dtype=float)
+            if bound.shape != (X.shape[1],) or not np.all(np.isfinite(bound) & (bound > 0)):
                 raise ValueError(
                     f"smoothness_bound must be a number > 0 or an array of shape "
-                    f"({n_features},) of numbers > 0, got {self.smoothness_bound!r}"
+                    f"({X.shape[1]},) of numbers > 0, got {self.smoothness_bound!r}"
                 )
-        # bounds on the per-sample constants M_j^(i) = c x_ij^2
-        bounds = datafit.per_sample_smoothness(bound[None, :])[0]
-        M, ledger = privacy.private_smoothness(datafit.per_sample_smoothness(X),
-                                               bounds, eps_smooth, rng)
-        if self.smoothness_bound is None:
-            ledger = ledger.add_nonprivate_input("smoothness_bounds_from_data")
+        M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
+                                                feature_bound=bound)
         return {"smoothness": M, "smoothness_fraction": self.smoothness_fraction,
                 "ledger": ledger.to_dict()}
 

@@ -18,8 +18,7 @@ rule smoothness:
 
 rule private_smoothness:
     input:
-        data=processed_path,
-        exact=smoothness_path,
+        processed_path,
     output:
         "results/smoothness/private/{experiment}.json",
     log:
@@ -31,5 +30,5 @@ rule private_smoothness:
     params:
         spec=private_smoothness_params,
     shell:
-        "dpcd private-smoothness --data {input.data} --exact {input.exact}"
+        "dpcd private-smoothness --data {input}"
         " --spec {params.spec:q} --out {output} 2> {log}"

@@ -21,7 +21,11 @@ from dpcd.privacy.calibrate import (
 )
 from dpcd.privacy.gcd import calibrate_dp_gcd, theorem_4_2_scales
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
-from dpcd.privacy.smoothness import private_smoothness, smoothness_ledger
+from dpcd.privacy.smoothness import (
+    estimate_smoothness,
+    private_smoothness,
+    smoothness_ledger,
+)
 
 __all__ = [
     "BudgetLine",
@@ -38,6 +42,7 @@ __all__ = [
     "dp_scd_sensitivity",
     "epsilon_of",
     "make_event",
+    "estimate_smoothness",
     "private_smoothness",
     "smoothness_ledger",
     "split_smoothness_budget",

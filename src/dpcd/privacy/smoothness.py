@@ -119,3 +119,38 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
     means = np.clip(per_sample, 0.0, bounds).mean(axis=0)
     noisy = means + rng.laplace(0.0, scales)
     return np.clip(noisy, floor * bounds, bounds), ledger
+
+
+def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
+    """Private smoothness constants of a linear model's datafit (Section 5.2).
+
+    The per-sample constants are ``datafit.per_sample_smoothness(X)`` (a loss
+    constant times x_ij²); their bounds b_j follow from a bound on |x_ij|.
+
+    Parameters
+    ----------
+    datafit : object from :mod:`dpcd.problems`
+    X : ndarray, shape (n_samples, n_features)
+    epsilon : float
+        ε′ spent on this release.
+    rng : numpy.random.Generator
+    feature_bound : float or array_like, shape (n_features,), optional
+        Public bound on |x_ij|. None takes the paper's crude bound, twice the
+        largest |x_ij| of each feature (Section 6.1): it is read off the data,
+        so the ledger records ``smoothness_bounds_from_data``.
+
+    Returns
+    -------
+    M_private : numpy.ndarray, shape (n_features,)
+    ledger : Ledger
+    """
+    X = np.asarray(X, dtype=float)
+    from_data = feature_bound is None
+    if from_data:
+        feature_bound = 2.0 * np.abs(X).max(axis=0)
+    feature_bound = check_clip(feature_bound, X.shape[1], name="feature_bound")
+    bounds = datafit.per_sample_smoothness(feature_bound[None, :])[0]
+    M, ledger = private_smoothness(datafit.per_sample_smoothness(X), bounds, epsilon, rng)
+    if from_data:
+        ledger = ledger.add_nonprivate_input("smoothness_bounds_from_data")
+    return M, ledger
