@@ -169,3 +169,13 @@ def test_duality_gap_nonnegative(loss, penalty):
 def test_no_penalty_has_no_gap():
     X, y = _data()
     assert duality_gap(X, y, np.zeros(X.shape[1]), Squares(), NoPenalty()) is None
+
+
+def test_no_penalty_fenchel_young_is_the_indicator_of_zero():
+    import numpy as np
+
+    from dpcd.problems import NoPenalty
+
+    w = np.array([1.0, -2.0])
+    assert NoPenalty().fenchel_young(w, np.zeros(2)) == 0.0
+    assert NoPenalty().fenchel_young(w, np.array([0.0, 1e-12])) == np.inf

@@ -219,3 +219,26 @@ def test_private_run_shapes_and_warm_start():
     assert res.objective.shape == (4,) and np.all(np.isfinite(res.objective))
     assert res.time >= 0 and res.n_updates == 60
     assert np.array_equal(w0, np.ones(20) * 0.01)  # not modified
+
+
+def test_check_input_false_skips_only_validation():
+    """A sweep validates once; skipping the per-run scan changes no result."""
+    import numpy as np
+
+    from dpcd.problems import make_problem
+    from dpcd.solvers import coordinate_clip, dp_cd
+
+    rng = np.random.default_rng(3)
+    X = np.asfortranarray(rng.standard_normal((40, 6)))
+    y = rng.standard_normal(40)
+    datafit, penalty = make_problem("squares", "l1", 0.1)
+    M = datafit.coordinate_smoothness(X)
+    kwargs = dict(smoothness=M, step=1.0, clip=coordinate_clip(M, 1.0),
+                  noise_scales=np.full(6, 0.01), passes=3, seed=5)
+    checked = dp_cd(X, y, datafit, penalty, **kwargs)
+    unchecked = dp_cd(X, y, datafit, penalty, check_input=False, **kwargs)
+    np.testing.assert_array_equal(checked.w, unchecked.w)
+    X_bad = X.copy()
+    X_bad[2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"X\[2, 3\]"):
+        dp_cd(X_bad, y, datafit, penalty, **kwargs)

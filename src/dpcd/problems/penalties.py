@@ -36,10 +36,6 @@ class BasePenalty:
     def __repr__(self):
         return f"{type(self).__name__}(alpha={self.alpha!r})"
 
-    def fenchel_young(self, w, v):
-        """``psi(w) + psi^*(v) - <v, w>`` (>= 0); needs ``dual_scale(v) == 1``."""
-        raise NotImplementedError
-
     def dual_scale(self, v):
         """Largest ``s`` in [0, 1] with ``psi^*(s v) < inf``; None if only v = 0."""
         return 1.0
@@ -65,6 +61,10 @@ class NoPenalty(BasePenalty):
     def subdiff_distance(self, w, grad):
         """Distance of ``-grad`` to the subdifferential {0}: ``|grad_j|``."""
         return np.abs(grad)
+
+    def fenchel_young(self, w, v):
+        """``psi(w) + psi^*(v) - <v, w>``: psi^* is the indicator of {0}."""
+        return 0.0 if not np.any(v) else np.inf
 
     def dual_scale(self, v):
         """psi^* is the indicator of {0}: no scaling gives a feasible point."""

@@ -30,7 +30,7 @@ class SolverResult:
     extra: dict = field(default_factory=dict)
 
 
-def check_data(X, y, datafit, order):
+def check_data(X, y, datafit, order, check_input=True):
     """Validate and convert ``X`` and ``y``.
 
     Parameters
@@ -44,6 +44,9 @@ def check_data(X, y, datafit, order):
     order : {"F", "C"}
         Memory layout the kernel walks; converted once (no copy when already
         float64 in that order).
+    check_input : bool, default=True
+        Scan ``X`` for NaN/inf and check the targets. A sweep that validated
+        its data once passes False, so a run costs no extra pass over ``X``.
 
     Returns
     -------
@@ -61,6 +64,8 @@ def check_data(X, y, datafit, order):
         raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
     if X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"X must be non-empty, got shape {X.shape}")
+    if not check_input:
+        return X, y
     if not np.all(np.isfinite(X)):
         i, j = np.argwhere(~np.isfinite(X))[0]
         raise ValueError(f"X contains NaN or inf (first at X[{i}, {j}])")

@@ -167,7 +167,7 @@ def _draw_randomness(seed, n_features, passes, chunk_passes):
 
 
 def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passes,
-          seed, averaging=False, inner_passes=None, w0=None):
+          seed, averaging=False, inner_passes=None, w0=None, check_input=True):
     """Differentially private proximal coordinate descent (DP-CD).
 
     Algorithm 1 of [1]_: at each update a coordinate ``j`` is drawn uniformly,
@@ -208,6 +208,9 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
         Passes per outer iteration when averaging (default 1).
     w0 : array, shape (n_features,), optional
         Initial point (default zeros).
+    check_input : bool, default=True
+        Scan ``X`` for NaN/inf and check ``y``; False when the caller already
+        did (a sweep validates its data once, not once per run).
 
     Returns
     -------
@@ -223,7 +226,7 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     .. [1] Mangold et al., "Differentially Private Coordinate Descent for
        Composite Empirical Risk Minimization", ICML 2022, Algorithm 1.
     """
-    X, y = check_data(X, y, datafit, "F")
+    X, y = check_data(X, y, datafit, "F", check_input)
     n_samples, n_features = X.shape
     M = check_smoothness(smoothness)
     if M.shape != (n_features,):

@@ -150,7 +150,7 @@ def _poisson_batches(rng, n_samples, q, n_steps):
 
 
 def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
-           batch_size=1, global_smoothness=None):
+           batch_size=1, global_smoothness=None, check_input=True):
     """Proximal DP-SGD with per-sample L2 clipping and Poisson sampling.
 
     Each step samples every record independently with probability
@@ -183,6 +183,9 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
         Expected batch size ``b``.
     global_smoothness : float, optional
         ``beta``; default ``datafit.global_smoothness(X)``.
+    check_input : bool, default=True
+        Scan ``X`` for NaN/inf and check ``y``; False when the caller already
+        did (a sweep validates its data once, not once per run).
 
     Returns
     -------
@@ -196,7 +199,7 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     ----------
     .. [1] Abadi et al., CCS 2016; Mangold et al., ICML 2022, Appendix G.1.
     """
-    X, y = check_data(X, y, datafit, "C")
+    X, y = check_data(X, y, datafit, "C", check_input)
     n_samples, n_features = X.shape
     beta = (datafit.global_smoothness(X) if global_smoothness is None
             else float(global_smoothness))

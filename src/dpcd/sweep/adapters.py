@@ -29,7 +29,7 @@ def run_cd(problem, config, seed, budget, private_smoothness=None):
         problem.X_fortran, problem.y, problem.datafit, problem.penalty,
         smoothness=problem.smoothness, step=config["step"],
         clip=np.full(p, np.inf), noise_scales=np.zeros(p),
-        passes=config["passes"], seed=seed,
+        passes=config["passes"], seed=seed, check_input=False,
     )
     return result, None
 
@@ -45,7 +45,7 @@ def run_dp_cd(problem, config, seed, budget, private_smoothness=None):
     result = solvers.dp_cd(
         problem.X_fortran, problem.y, problem.datafit, problem.penalty,
         smoothness=smoothness, step=config["step"], clip=clip,
-        noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed,
+        noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed, check_input=False,
     )
     return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
 
@@ -69,7 +69,7 @@ def run_dp_cd_p(problem, config, seed, budget, private_smoothness=None):
     result = solvers.dp_cd(
         problem.X_fortran, problem.y, problem.datafit, problem.penalty,
         smoothness=smoothness, step=config["step"], clip=clip,
-        noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed,
+        noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed, check_input=False,
     )
     estimate_ledger = privacy.Ledger.from_dict(private_smoothness["ledger"])
     ledger = privacy.Ledger.combine([estimate_ledger, calibration.ledger])
@@ -88,7 +88,7 @@ def run_dp_sgd(problem, config, seed, budget, private_smoothness=None):
         step=config["step"], clip=config["clip"],
         noise_scale=calibration.noise_scales, passes=config["passes"],
         seed=seed, batch_size=batch_size,
-        global_smoothness=problem.global_smoothness,
+        global_smoothness=problem.global_smoothness, check_input=False,
     )
     return result, calibration.ledger.add_nonprivate_input("global_smoothness")
 

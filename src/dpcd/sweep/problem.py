@@ -8,6 +8,7 @@ import numpy as np
 
 from dpcd.data import load_dataset
 from dpcd.problems import make_problem
+from dpcd.solvers.base import check_data
 
 
 @dataclass
@@ -89,9 +90,11 @@ def load_problem(data_path, problem_spec, smoothness_path):
     )
     with open(smoothness_path) as fh:
         constants = json.load(fh)
+    # Validated once here; every run of the sweep then skips the scan of X.
+    X, y = check_data(dense(dataset.X), dataset.y, datafit, "F")
     return SweepProblem(
-        X=dense(dataset.X),
-        y=np.asarray(dataset.y, dtype=np.float64),
+        X=X,
+        y=y,
         datafit=datafit,
         penalty=penalty,
         smoothness=np.asarray(constants["smoothness"], dtype=np.float64),
