@@ -13,23 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dpcd.data.io import atomic_write
+from dpcd.data.io import write_json_atomic as write_json
+
 log = logging.getLogger("dpcd")
-
-
-def _atomic_write(path, write):
-    """Call ``write(tmp_path)`` then rename onto ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_json(path, obj):
-    _atomic_write(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=1, sort_keys=True)))
 
 
 def read_json(path):
@@ -167,7 +154,7 @@ def cmd_solve(args):
     start = time.perf_counter()
     log_configurations(info, job, mlflow_runs(records, spec, problem))
     log.info("logged %d runs to MLflow in %.1f s", len(records), time.perf_counter() - start)
-    _atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
+    atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
 
 
 # --- aggregate ----------------------------------------------------------------
@@ -186,11 +173,11 @@ def cmd_aggregate(args):
     nonprivate = {"hyperparameter_selection"}
     for value in runs["nonprivate_inputs"].dropna().unique():
         nonprivate.update(filter(None, value.split(",")))
-    _atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
+    atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
     text = markdown_table(table, args.experiment, sorted(nonprivate))
-    _atomic_write(args.md, lambda tmp: tmp.write_text(text))
+    atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     for path, x in ((args.figure_passes, "pass"), (args.figure_time, "time")):
-        _atomic_write(path, lambda tmp: plot_rel_error(runs, tmp, x=x, title=args.experiment))
+        atomic_write(path, lambda tmp: plot_rel_error(runs, tmp, x=x, title=args.experiment))
     best = table.loc[table.groupby("solver")["rel_error_mean"].idxmin()]
     metrics = {f"best_rel_error.{row.solver}": row.rel_error_mean for row in best.itertuples()}
     info = read_json(args.mlflow)

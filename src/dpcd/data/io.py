@@ -67,17 +67,36 @@ def atomic_path(path):
     return tmp
 
 
-def write_json_atomic(path, obj):
-    """Write ``obj`` as sorted, indented JSON to ``path`` atomically."""
+def atomic_write(path, write):
+    """Call ``write(tmp)`` on a temporary path, then rename it onto ``path``.
+
+    A failure leaves no file at ``path`` that Snakemake could take as done.
+
+    Parameters
+    ----------
+    path : str
+        Final destination.
+    write : callable
+        Writes the whole content to the temporary path it receives.
+    """
     tmp = atomic_path(path)
     try:
-        with open(tmp, "w") as fh:
-            json.dump(obj, fh, indent=2, sort_keys=True)
-            fh.write("\n")
+        write(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_json_atomic(path, obj):
+    """Write ``obj`` as sorted, indented JSON to ``path`` atomically."""
+
+    def write(tmp):
+        with open(tmp, "w") as fh:
+            json.dump(obj, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+
+    atomic_write(path, write)
 
 
 def _pack(arrays, suffix, X, y):
@@ -135,14 +154,12 @@ def save_dataset(path, X, y, meta, X_val=None, y_val=None, X_test=None, y_test=N
     arrays = {"meta_json": np.array(json.dumps(meta, sort_keys=True))}
     for suffix, (Xp, yp) in zip(_PARTS, [(X, y), (X_val, y_val), (X_test, y_test)]):
         _pack(arrays, suffix, Xp, yp)
-    tmp = atomic_path(path)
-    try:
+
+    def write(tmp):
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    atomic_write(path, write)
 
 
 def load_dataset(path):
