@@ -7,7 +7,6 @@ from scipy import stats
 
 from dpcd.problems import make_problem
 from dpcd.solvers import dp_sgd, reference_solve
-from dpcd.solvers.dp_sgd import _poisson_batches
 
 
 def _data(seed=0, n=80, p=10, logistic=False):
@@ -44,26 +43,33 @@ def test_small_batches_decrease_objective():
 
 
 def test_poisson_sampling_statistics():
-    """Each (step, sample) is included independently with probability q."""
-    rng = np.random.default_rng(0)
-    n, b, n_steps = 50, 2.5, 4000
-    q = b / n
-    ptr, idx = _poisson_batches(rng, n, q, n_steps)
-    assert ptr[0] == 0 and ptr[-1] == idx.shape[0] and np.all(np.diff(ptr) >= 0)
-    assert idx.min() >= 0 and idx.max() < n
-    # no duplicates within a step
-    for t in range(200):
-        batch = idx[ptr[t]:ptr[t + 1]]
-        assert np.unique(batch).size == batch.size
-    # batch sizes ~ Binomial(n, q): mean and variance
-    sizes = np.diff(ptr)
-    total = sizes.sum()
+    """Each (step, sample) is included independently with probability q.
+
+    Over T steps, sample i's inclusion count is Binomial(T, q), independently
+    across samples; the total is Binomial(n T, q).
+    """
+    n, b, passes = 200, 10.0, 200
+    X, y = _data(n=n)
+    datafit, pen = make_problem("squares", "l1", 0.1)
+    res = dp_sgd(X, y, datafit, pen, step=0.01, clip=1.0, noise_scale=0.0,
+                 passes=passes, seed=0, batch_size=b)
+    n_steps, q = res.extra["n_steps"], b / n
+    assert n_steps == passes * n / b and res.extra["sampling_rate"] == q
+    counts = res.extra["inclusions"]
+    assert counts.shape == (n,) and counts.min() >= 0
     lo, hi = stats.binom.ppf([1e-6, 1 - 1e-6], n * n_steps, q)
-    assert lo <= total <= hi
-    assert np.var(sizes) == pytest.approx(n * q * (1 - q), rel=0.15)
-    # inclusion counts per sample ~ Binomial(n_steps, q)
-    counts = np.bincount(idx, minlength=n)
+    assert lo <= counts.sum() <= hi
+    # per-sample counts: variance T q (1 - q) (sample variance: rel. std 0.1)
+    assert counts.var(ddof=1) == pytest.approx(n_steps * q * (1 - q), rel=0.4)
     assert stats.chisquare(counts).pvalue > 1e-6
+
+
+def test_full_batch_includes_every_sample_every_step():
+    X, y = _data(n=30)
+    datafit, pen = make_problem("squares", "l1", 0.1)
+    res = dp_sgd(X, y, datafit, pen, step=0.1, clip=1.0, noise_scale=0.0,
+                 passes=7, seed=0, batch_size=30)
+    assert np.array_equal(res.extra["inclusions"], np.full(30, 7))
 
 
 def test_noise_on_the_sum_has_std_sigma():

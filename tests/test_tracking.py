@@ -1,6 +1,7 @@
 """MLflow layout and idempotence, against a real SQLite store in a temp dir."""
 
 import shutil
+import sqlite3
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -69,6 +70,17 @@ def test_more_params_than_one_batch_allows(store):
     data = store.get_run(run_id).data
     assert len(data.params) == 250
     assert len(store.get_metric_history(run_id, "m")) == 2500
+
+
+def test_sqlite_store_is_written_in_wal_mode(store, tmp_path):
+    """WAL lets the MLflow UI read while jobs write; tags and metrics share one batch."""
+    info = setup_experiment("dpcd/demo")
+    run = _run("tagged", 1.0)
+    run["tags"] = {f"t{i:03d}": "x" for i in range(150)}
+    (run_id,) = log_configurations(info, "demo/tags/chunk0", [run])
+    assert store.get_run(run_id).data.tags["t149"] == "x"
+    with sqlite3.connect(tmp_path / "mlflow.db") as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_a_run_that_fails_while_logging_is_marked_failed(store):

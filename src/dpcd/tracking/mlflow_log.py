@@ -25,11 +25,13 @@ from pathlib import Path
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 DEFAULT_URI = "sqlite:///results/mlflow.db"
 
 # MLflow's per-request limits for log_batch.
-MAX_METRICS, MAX_PARAMS, MAX_TAGS = 1000, 100, 100
+MAX_ENTITIES, MAX_PARAMS, MAX_TAGS = 1000, 100, 100
 
 
 def tracking_uri():
@@ -37,8 +39,22 @@ def tracking_uri():
     return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
 
 
-def _client():
-    return MlflowClient(tracking_uri())
+def _sqlite_wal(dbapi_connection, connection_record):
+    """Write-ahead log for SQLite stores: commits skip the fsync of rollback
+    journals (a third of the per-run cost measured on a sweep) and readers,
+    such as the MLflow UI, no longer block the jobs that write."""
+    if type(dbapi_connection).__module__.startswith("sqlite3"):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+
+def _client(uri=None):
+    """An MlflowClient; SQLite connections this process opens use WAL."""
+    if not event.contains(Engine, "connect", _sqlite_wal):
+        event.listen(Engine, "connect", _sqlite_wal)
+    return MlflowClient(uri or tracking_uri())
 
 
 def _retry(func, *args, attempts=8, **kwargs):
@@ -135,20 +151,16 @@ def setup_experiment(name):
     }
 
 
-def _batches(items, size):
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _log_batch(client, run_id, metrics=(), params=(), tags=()):
-    """Split one run's data into log_batch calls within MLflow's limits."""
-    metrics, params, tags = list(metrics), list(params), list(tags)
-    for chunk in _batches(params, MAX_PARAMS):
-        _retry(client.log_batch, run_id, params=chunk)
-    for chunk in _batches(tags, MAX_TAGS):
-        _retry(client.log_batch, run_id, tags=chunk)
-    for chunk in _batches(metrics, MAX_METRICS):
-        _retry(client.log_batch, run_id, metrics=chunk)
+    """Log one run's data in as few log_batch calls as MLflow's limits allow
+    (usually one: each call costs a few ms of ORM work, whatever its size)."""
+    params, tags, metrics = list(params), list(tags), list(metrics)
+    while params or tags or metrics:
+        p, params = params[:MAX_PARAMS], params[MAX_PARAMS:]
+        t, tags = tags[:MAX_TAGS], tags[MAX_TAGS:]
+        room = MAX_ENTITIES - len(p) - len(t)
+        m, metrics = metrics[:room], metrics[room:]
+        _retry(client.log_batch, run_id, metrics=m, params=p, tags=t)
 
 
 def _delete_job_runs(client, info, job):
@@ -200,7 +212,7 @@ def log_configurations(info, job, runs):
     list of str
         The run ids, in the order of ``runs``.
     """
-    client = MlflowClient(info["tracking_uri"])
+    client = _client(info["tracking_uri"])
     _delete_job_runs(client, info, job)
     sha = git_sha()
     now = int(time.time() * 1000)
@@ -236,7 +248,7 @@ def log_configurations(info, job, runs):
 
 def log_experiment_artifacts(info, paths, tags=None, metrics=None):
     """Attach the aggregation's tables and figures to the parent run."""
-    client = MlflowClient(info["tracking_uri"])
+    client = _client(info["tracking_uri"])
     run_id = info["parent_run_id"]
     for path in paths:
         _retry(client.log_artifact, run_id, str(path))
