@@ -1,9 +1,15 @@
 """Selection of the best configuration and the tables built from it."""
 
+import re
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from dpcd.report import markdown_table, plot_rel_error, summary_table
+from dpcd.report.summary import (
+    compare, read_published, stack_experiments, summary_markdown, winners,
+)
 
 
 def _runs():
@@ -52,3 +58,52 @@ def test_figure_is_written(tmp_path):
     path = tmp_path / "f.png"
     plot_rel_error(_runs(), path, x="time")
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def _experiment_table(errors):
+    """An aggregation table: {solver: [rel_error at passes 2, 5]}."""
+    rows = [
+        {"solver": solver, "epsilon": 1.0, "passes": k, "rel_error_mean": e,
+         "rel_error_std": 0.01, "time_mean": 0.1 * k, "time_std": 0.0, "config_id": "c"}
+        for solver, values in errors.items() for k, e in zip((2, 5), values)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_summary_sets_ours_beside_published_and_flags_2x(tmp_path):
+    published = tmp_path / "published.csv"
+    published.write_text(
+        "# provenance comment\n"
+        "experiment,solver,passes,rel_error_mean,rel_error_std,time_mean,time_std\n"
+        "a,dp_cd,2,0.10,0.01,1.0,0.1\n"
+        "a,dp_cd,5,0.01,0.01,2.5,0.1\n"
+    )
+    ours = stack_experiments({
+        "a": _experiment_table({"dp_cd": [0.15, 0.03], "dp_sgd": [0.2, 0.01],
+                                "dp_cd_p": [0.3, 0.06]}),
+        "b": _experiment_table({"dp_cd": [0.5, 0.4]}),
+    })
+    table = compare(ours, read_published(published))
+    cell = table.set_index(["experiment", "solver", "passes"])
+    assert cell.loc[("a", "dp_cd", 2), "error_ratio"] == pytest.approx(1.5)
+    assert cell.loc[("a", "dp_cd", 5), "speedup"] == pytest.approx(2.5 / 0.5)
+    # 0.03 vs 0.01 is off by 3x; 0.15 vs 0.10 is not; unpublished cells are not flagged.
+    assert table["differs"].fillna(False).sum() == 1
+    assert bool(cell.loc[("a", "dp_cd", 5), "differs"])
+    assert pd.isna(cell.loc[("b", "dp_cd", 2), "paper_rel_error_mean"])
+    duel = winners(table)
+    assert list(duel["winner"]) == ["dp_cd", "dp_sgd"]
+    text = summary_markdown(table)
+    assert "| a | dp_cd | 1 | 0.1500 ± 1e-02 (0.1000 ± 1e-02) | 0.0300 ± 1e-02* (" in text
+    assert "| a | 50% |" in text  # DP-CD ahead at 2 passes, behind at 5
+    assert "## DP-CD-P against DP-CD" in text and "| a " in text.split("DP-CD-P against")[1]
+    flagged = text.split("more than 2x away")[1]
+    assert re.search(r"\|\s*a\s*\|\s*dp_cd\s*\|\s*5\s*\|", flagged)
+    assert not re.search(r"\|\s*dp_cd\s*\|\s*2\s*\|", flagged)
+
+
+def test_published_file_must_have_every_column(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("experiment,solver,passes,rel_error_mean\na,dp_cd,2,0.1\n")
+    with pytest.raises(ValueError, match="missing columns"):
+        read_published(path)

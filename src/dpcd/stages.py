@@ -188,6 +188,29 @@ def cmd_aggregate(args):
     )
 
 
+# --- summary ------------------------------------------------------------------
+def cmd_summary(args):
+    """Tables 2 and 3 across experiments, beside the published values if given."""
+    import pandas as pd
+
+    from dpcd.report.summary import compare, read_published, stack_experiments, summary_markdown
+    from dpcd.tracking import log_experiment_artifacts, setup_experiment
+
+    if len(args.experiments) != len(args.tables):
+        raise ValueError("--experiments and --tables must pair up")
+    tables = {name: pd.read_csv(path) for name, path in zip(args.experiments, args.tables)}
+    published = read_published(args.published) if args.published else None
+    table = compare(stack_experiments(tables), published)
+    atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
+    atomic_write(args.md, lambda tmp: Path(tmp).write_text(summary_markdown(table)))
+    metrics = {}
+    if published is not None:
+        metrics["cells_off_by_2x"] = int(table["differs"].fillna(False).sum())
+        metrics["cells_compared"] = int(table["paper_rel_error_mean"].notna().sum())
+    log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
+                             metrics=metrics)
+
+
 def register(subparsers):
     """Add the stage subcommands to the ``dpcd`` parser."""
 
@@ -239,6 +262,14 @@ def register(subparsers):
     p.add_argument("--md", required=True)
     p.add_argument("--figure-passes", required=True)
     p.add_argument("--figure-time", required=True)
+
+    p = add("summary", cmd_summary, "tables across experiments, beside published values")
+    p.add_argument("--experiments", nargs="+", required=True)
+    p.add_argument("--tables", nargs="+", required=True, help="each experiment's table CSV")
+    p.add_argument("--published", help="CSV of published cells to compare with")
+    p.add_argument("--mlflow-experiment", required=True)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
 
 
 def _with_logging(func):

@@ -38,6 +38,22 @@ def test_outputs_exist_and_tables_are_complete(finished_workdir):
     assert (private.epsilon_achieved >= 0.99 * 5.0).all()
 
 
+def test_summary_stacks_every_experiment_and_goes_to_mlflow(finished_workdir):
+    results = finished_workdir / "results"
+    summary = pd.read_csv(results / "tables" / "summary.csv")
+    for experiment in ("exp_a", "exp_b"):
+        table = pd.read_csv(results / "tables" / f"{experiment}.csv")
+        mine = summary[summary.experiment == experiment]
+        assert len(mine) == len(table)
+        assert sorted(mine.rel_error_mean) == sorted(table.rel_error_mean)
+    text = (results / "tables" / "summary.md").read_text()
+    assert "## Relative error (Table 2)" in text and "## Running time (Table 3)" in text
+    client = MlflowClient(f"sqlite:///{results}/mlflow.db")
+    experiment = client.get_experiment_by_name("dpcd/summary")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"summary.csv", "summary.md"}
+
+
 def test_tidy_runs_have_every_seed_and_pass(finished_workdir):
     runs = pd.concat(
         pd.read_parquet(p) for p in (finished_workdir / "results" / "runs" / "exp_a").rglob("*.parquet")
@@ -102,7 +118,7 @@ def test_editing_a_solver_grid_replans_only_its_solves_and_aggregate(finished_wo
     workdir, config = _copy(finished_workdir, tmp_path)
     config["experiments"]["exp_a"]["solvers"]["dp_sgd"]["step"] = [0.1, 0.2]
     _write(workdir, config)
-    assert planned_jobs(workdir) == {"all": 1, "solve": 2, "aggregate": 1}
+    assert planned_jobs(workdir) == {"all": 1, "solve": 2, "aggregate": 1, "summary": 1}
 
 
 def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workdir, tmp_path):
@@ -112,11 +128,11 @@ def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workd
     jobs = planned_jobs(workdir)
     # exp_b's chain: data stage, smoothness, reference, its single solve, aggregate.
     assert jobs.get("solve") == 1
-    assert jobs.get("aggregate") == 1
+    assert jobs.get("aggregate") == 1 and jobs.get("summary") == 1
     assert jobs.get("reference") == 1
     assert jobs.get("smoothness") == 1
     assert "mlflow_experiment" not in jobs and "warmup_numba" not in jobs
-    data_rules = set(jobs) - {"all", "solve", "aggregate", "reference", "smoothness"}
+    data_rules = set(jobs) - {"all", "solve", "aggregate", "summary", "reference", "smoothness"}
     assert data_rules and all(jobs[rule] == 1 for rule in data_rules)
 
 

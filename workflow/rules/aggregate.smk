@@ -32,3 +32,32 @@ rule aggregate:
         " --runs {input.runs} --reference {input.reference} --mlflow {input.mlflow}"
         " --csv {output.csv} --md {output.md} --figure-passes {output.rel_error}"
         " --figure-time {output.rel_error_time} 2> {log}"
+
+
+# Stage 6: Tables 2 and 3 across experiments, next to the published cells if
+# config report.published names them; logged to the MLflow experiment <prefix>summary.
+rule summary:
+    input:
+        tables=expand(
+            "results/tables/{experiment}.csv", experiment=sorted(config["experiments"])
+        ),
+        published=published_input(),
+    output:
+        csv="results/tables/summary.csv",
+        md="results/tables/summary.md",
+    log:
+        "results/logs/summary.log",
+    benchmark:
+        "results/benchmarks/summary.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        experiments=" ".join(sorted(config["experiments"])),
+        published=lambda wildcards, input: (
+            f"--published {input.published}" if input.published else ""
+        ),
+        mlflow_experiment=config["mlflow"]["experiment_prefix"] + "summary",
+    shell:
+        "dpcd summary --experiments {params.experiments} --tables {input.tables}"
+        " {params.published} --mlflow-experiment {params.mlflow_experiment:q}"
+        " --csv {output.csv} --md {output.md} 2> {log}"

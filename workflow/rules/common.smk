@@ -38,6 +38,10 @@ def _experiment(name):
 
 for _name in config["experiments"]:
     _experiment(_name)
+if "summary" in config["experiments"]:
+    raise ValueError(
+        "config: experiments.summary: the name is reserved for the summary across experiments"
+    )
 
 
 def processed_path(wildcards):
@@ -113,9 +117,15 @@ def aggregate_params(wildcards):
     return _json({"select_by": exp["select_by"]})
 
 
+def published_input():
+    """The published cells to compare with (config report.published), if any."""
+    path = config["report"]["published"]
+    return [path] if path else []
+
+
 def final_outputs():
-    """Tables and figures of every experiment."""
-    outputs = []
+    """Tables and figures of every experiment, and the summary across them."""
+    outputs = ["results/tables/summary.csv", "results/tables/summary.md"]
     for name in sorted(config["experiments"]):
         outputs += [
             f"results/tables/{name}.csv",
