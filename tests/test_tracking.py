@@ -83,15 +83,57 @@ def test_sqlite_store_is_written_in_wal_mode(store, tmp_path):
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_a_run_that_fails_while_logging_is_marked_failed(store):
+def test_a_bad_run_fails_its_whole_job_and_logs_nothing(store):
+    """On a SQL store a job's runs are one transaction: all or nothing."""
     info = setup_experiment("dpcd/demo")
     bad = _run("bad", 1.0)
     bad["params"] = {"bad|key": 1}  # MLflow rejects '|' in parameter names
     with pytest.raises(Exception, match="bad"):
         log_configurations(info, "demo/bad/chunk0", [_run("good", 1.0), bad])
+    runs = store.search_runs([info["experiment_id"]])
+    assert [r.data.tags.get("dpcd.role") for r in runs] == ["parent"]
+
+
+def test_with_client_calls_a_run_that_fails_while_logging_is_marked_failed(store):
+    info = setup_experiment("dpcd/demo")
+    bad = _run("bad", 1.0)
+    bad["params"] = {"bad|key": 1}
+    with pytest.raises(Exception, match="bad"):
+        log_configurations(info, "demo/bad/chunk0", [_run("good", 1.0), bad], bulk=False)
     runs = {r.info.run_name: r.info.status for r in store.search_runs([info["experiment_id"]])}
     assert runs["good"] == "FINISHED"
     assert runs["bad"] == "FAILED"
+
+
+def _as_logged(client, run_id):
+    run = client.get_run(run_id)
+    history = {
+        key: [(m.step, m.value) for m in client.get_metric_history(run_id, key)]
+        for key in run.data.metrics
+    }
+    artifacts = {
+        a.path: client.download_artifacts(run_id, a.path) for a in client.list_artifacts(run_id)
+    }
+    artifacts = {name: open(path).read() for name, path in artifacts.items()}
+    return (run.info.run_name, run.info.status, run.info.lifecycle_stage, run.data.params,
+            run.data.tags, run.data.metrics, history, artifacts)
+
+
+def test_bulk_insert_logs_what_the_client_calls_log(store):
+    """The one-transaction path writes the same runs as MLflow's own API."""
+    info = setup_experiment("dpcd/demo")
+    run = _run("twin", 1.0)
+    run["metrics"] += [("nan", float("nan"), 0), ("inf", float("inf"), 0),
+                       ("rel_error", 9.0, 1), ("rel_error", 0.5, 1)]
+    (bulk,) = log_configurations(info, "demo/bulk/chunk0", [run])
+    (calls,) = log_configurations(info, "demo/calls/chunk0", [run], bulk=False)
+    a, b = _as_logged(store, bulk), _as_logged(store, calls)
+    assert a[6]["rel_error"] == [(0, 1.0), (1, 0.5), (1, 9.0), (2, 1.0 / 3)]
+    assert a[4].pop("dpcd.job") == "demo/bulk/chunk0" and b[4].pop("dpcd.job") == "demo/calls/chunk0"
+    for x, y in zip(a, b):
+        assert x == y or (x != x and y != y) or str(x) == str(y)
+    found = store.search_runs([info["experiment_id"]], "metrics.rel_error < 2 and params.step = '1.0'")
+    assert sorted(r.info.run_id for r in found) == sorted([bulk, calls])
 
 
 def test_aggregation_artifacts_go_to_the_parent(store, tmp_path):
