@@ -40,13 +40,13 @@ def test_outputs_exist_and_tables_are_complete(finished_workdir):
 
 def test_summary_stacks_every_experiment_and_goes_to_mlflow(finished_workdir):
     results = finished_workdir / "results"
-    summary = pd.read_csv(results / "tables" / "summary.csv")
+    summary = pd.read_csv(results / "summary.csv")
     for experiment in ("exp_a", "exp_b"):
         table = pd.read_csv(results / "tables" / f"{experiment}.csv")
         mine = summary[summary.experiment == experiment]
         assert len(mine) == len(table)
         assert sorted(mine.rel_error_mean) == sorted(table.rel_error_mean)
-    text = (results / "tables" / "summary.md").read_text()
+    text = (results / "summary.md").read_text()
     assert "## Relative error (Table 2)" in text and "## Running time (Table 3)" in text
     client = MlflowClient(f"sqlite:///{results}/mlflow.db")
     experiment = client.get_experiment_by_name("dpcd/summary")

@@ -43,8 +43,8 @@ rule summary:
         ),
         published=published_input(),
     output:
-        csv="results/tables/summary.csv",
-        md="results/tables/summary.md",
+        csv="results/summary.csv",
+        md="results/summary.md",
     log:
         "results/logs/summary.log",
     benchmark:

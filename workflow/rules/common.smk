@@ -125,7 +125,7 @@ def published_input():
 
 def final_outputs():
     """Tables and figures of every experiment, and the summary across them."""
-    outputs = ["results/tables/summary.csv", "results/tables/summary.md"]
+    outputs = ["results/summary.csv", "results/summary.md"]
     for name in sorted(config["experiments"]):
         outputs += [
             f"results/tables/{name}.csv",
