@@ -11,7 +11,10 @@ differ by more than a factor 2.
 import numpy as np
 import pandas as pd
 
+from dpcd.report.tables import pivot_markdown
+
 KEY = ["experiment", "solver", "passes"]
+ROWS = ("experiment", "solver", "epsilon")
 VALUES = ["rel_error_mean", "rel_error_std", "time_mean", "time_std"]
 
 
@@ -78,38 +81,6 @@ def winners(table, solvers=("dp_cd", "dp_sgd")):
     return out
 
 
-def _cell(mean, std):
-    std = 0.0 if pd.isna(std) else std
-    return f"{mean:.4f} ± {std:.0e}"
-
-
-def _grid(table, value, std, with_paper, star):
-    """Rows (experiment, solver) x columns passes; 'ours (paper)' cells."""
-    passes = sorted(table["passes"].unique())
-    lines = [
-        "| experiment | solver | epsilon | " + " | ".join(f"{k}" for k in passes) + " |",
-        "|" + "---|" * (len(passes) + 3),
-    ]
-    for (experiment, solver, epsilon), group in table.groupby(
-        ["experiment", "solver", "epsilon"], sort=True
-    ):
-        rows = group.set_index("passes")
-        best = rows[value].idxmin() if star and rows[value].notna().any() else None
-        cells = []
-        for k in passes:
-            if k not in rows.index:
-                cells.append("")
-                continue
-            row = rows.loc[k]
-            cell = _cell(row[value], row[std]) + ("*" if k == best else "")
-            paper = row.get(f"paper_{value}", np.nan) if with_paper else np.nan
-            if not pd.isna(paper):
-                cell += f" ({_cell(paper, row[f'paper_{std}'])})"
-            cells.append(cell)
-        lines.append(f"| {experiment} | {solver} | {epsilon:g} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def summary_markdown(table, factor=2.0):
     """Tables 2 and 3 across experiments, the solver comparison and the flagged cells."""
     with_paper = "paper_rel_error_mean" in table
@@ -122,13 +93,13 @@ def summary_markdown(table, factor=2.0):
         "(F(w) - F*) / F* at the last iterate, mean ± std over seeds, best "
         "configuration per cell; * marks the lowest of each row (ours)." + paper_note,
         "",
-        _grid(table, "rel_error_mean", "rel_error_std", with_paper, star=True),
+        pivot_markdown(table, "rel_error_mean", "rel_error_std", True, ROWS, with_paper),
         "",
         "## Running time (Table 3)",
         "",
         "Seconds per run of the best configuration, mean ± std over seeds." + paper_note,
         "",
-        _grid(table, "time_mean", "time_std", with_paper, star=False),
+        pivot_markdown(table, "time_mean", "time_std", False, ROWS, with_paper),
         "",
     ]
     duel = winners(table)

@@ -76,25 +76,37 @@ def summary_table(runs):
     return table.sort_values(GROUP).reset_index(drop=True)
 
 
-def _pivot(table, value, std, star):
-    """Solver rows x passes columns of 'mean ± std', the row's lowest starred."""
-    lines = []
+def _cell(mean, std):
+    return f"{mean:.4f} ± {0.0 if pd.isna(std) else std:.0e}"
+
+
+def pivot_markdown(table, value, std, star, keys=("solver", "epsilon"), paper=False):
+    """Rows ``keys`` x passes columns of 'mean ± std'.
+
+    ``star`` marks each row's lowest value; ``paper`` appends the
+    ``paper_<value>`` cell in parentheses where one is given.
+    """
+    keys = list(keys)
     passes = sorted(table["passes"].unique())
-    header = "| solver | epsilon | " + " | ".join(f"{k} passes" for k in passes) + " |"
-    lines += [header, "|" + "---|" * (len(passes) + 2)]
-    for (solver, epsilon), group in table.groupby(["solver", "epsilon"], sort=True):
-        by_passes = group.set_index("passes")
-        best = by_passes[value].idxmin() if star and by_passes[value].notna().any() else None
+    lines = [
+        "| " + " | ".join(keys) + " | " + " | ".join(f"{k} passes" for k in passes) + " |",
+        "|" + "---|" * (len(passes) + len(keys)),
+    ]
+    for key, group in table.groupby(keys, sort=True):
+        rows = group.set_index("passes")
+        best = rows[value].idxmin() if star and rows[value].notna().any() else None
         cells = []
         for k in passes:
-            if k not in by_passes.index:
+            if k not in rows.index:
                 cells.append("")
                 continue
-            mean, spread = by_passes.loc[k, value], by_passes.loc[k, std]
-            spread = 0.0 if pd.isna(spread) else spread
-            cell = f"{mean:.4f} ± {spread:.0e}"
-            cells.append(cell + ("*" if k == best else ""))
-        lines.append(f"| {solver} | {epsilon:g} | " + " | ".join(cells) + " |")
+            row = rows.loc[k]
+            cell = _cell(row[value], row[std]) + ("*" if k == best else "")
+            if paper and not pd.isna(row.get(f"paper_{value}", np.nan)):
+                cell += f" ({_cell(row[f'paper_{value}'], row[f'paper_{std}'])})"
+            cells.append(cell)
+        labels = [f"{part:g}" if isinstance(part, float) else str(part) for part in key]
+        lines.append("| " + " | ".join(labels + cells) + " |")
     return "\n".join(lines)
 
 
@@ -106,11 +118,11 @@ def markdown_table(table, experiment, nonprivate_inputs=()):
         "Relative error (F(w) - F*) / F* at the last iterate, mean ± std over seeds, "
         "best hyperparameters per cell; * marks the lowest error of each row.",
         "",
-        _pivot(table, "rel_error_mean", "rel_error_std", star=True),
+        pivot_markdown(table, "rel_error_mean", "rel_error_std", star=True),
         "",
         "Running time in the solver kernels (seconds), same configurations.",
         "",
-        _pivot(table, "time_mean", "time_std", star=False),
+        pivot_markdown(table, "time_mean", "time_std", star=False),
         "",
         "Selected hyperparameters:",
         "",

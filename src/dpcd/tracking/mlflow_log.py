@@ -229,18 +229,9 @@ def _child_run(info, job, run, sha, now):
     )
 
 
-def _sql_store(info):
-    """MLflow's SQL store behind the tracking URI, or None for other backends."""
-    uri = info["tracking_uri"]
-    if not uri.startswith(("sqlite:", "postgresql", "mysql", "mssql")):
-        return None
-    client = _client(uri)  # installs the SQLite WAL hook before the store connects
-    return SqlAlchemyStore(uri, client.get_experiment(info["experiment_id"]).artifact_location)
-
-
-def _insert_runs(store, info, job, runs, sha, now):
-    """All child runs of a job in one transaction, already FINISHED."""
-    artifact_root = store.get_experiment(info["experiment_id"]).artifact_location
+def _insert_runs(uri, artifact_root, info, job, runs, sha, now):
+    """All child runs of a job in one transaction of a SQL store, already FINISHED."""
+    store = SqlAlchemyStore(uri, artifact_root)
     rows = {model: [] for model in (SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric)}
     run_ids = []
     for run in runs:
@@ -334,13 +325,14 @@ def log_configurations(info, job, runs, bulk=True):
     list of str
         The run ids, in the order of ``runs``.
     """
-    client = _client(info["tracking_uri"])
+    uri = info["tracking_uri"]
+    client = _client(uri)  # installs the SQLite WAL hook before any store connects
     _delete_job_runs(client, info, job)
     sha = git_sha()
     now = int(time.time() * 1000)
-    store = _sql_store(info) if bulk else None
-    if store is not None:
-        return _retry(_insert_runs, store, info, job, runs, sha, now)
+    if bulk and uri.startswith(("sqlite:", "postgresql", "mysql", "mssql")):
+        artifact_root = client.get_experiment(info["experiment_id"]).artifact_location
+        return _retry(_insert_runs, uri, artifact_root, info, job, runs, sha, now)
     return _log_runs_with_client(client, info, job, runs, sha, now)
 
 
