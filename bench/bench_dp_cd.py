@@ -158,8 +158,9 @@ def main():
     print(f"electricity compute floor (X^T sigmoid(-u) with the SIMD exp, once per "
           f"pass): {1e3 * best_of(lfloor) / PASSES:.4f} ms per pass")
     print("floor: numba loop computing X^T r (one read of X and of r per column); "
-          "X.T@r: numpy/BLAS; dp_cd time = compiled kernel only (incl. the "
-          "objective once per pass); dp_sgd excludes drawing noise/batches.")
+          "X.T@r: numpy/BLAS; dp_cd and dp_sgd times = the solvers' own timers "
+          "(kernel, objective once per pass, and drawing coordinates/batches "
+          "and noise).")
 
 
 if __name__ == "__main__":
