@@ -197,14 +197,6 @@ def _raw_grad_scalar(code, u_i, y_i):
     return -y_i / (1.0 + _exp(u_i))
 
 
-@njit(inline="always", error_model="numpy")
-def _raw_grad_from_prediction(code, z_i, y_i):
-    """Derivative of the loss with respect to ``z_i`` given the prediction."""
-    if code == SQUARES:
-        return 2.0 * (z_i - y_i)
-    return -y_i / (1.0 + _exp(y_i * z_i))
-
-
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _coordinate_gradient(code, X, y, u, j, clip_j):
     """Mean of the per-sample j-th gradient entries, each clipped to [-C_j, C_j].
