@@ -12,8 +12,9 @@ class SolverResult:
     ----------
     w : array, shape (n_features,)
         Reported iterate.
-    objective : array, shape (passes + 1,)
-        Objective of the reported iterate at the start and after each pass.
+    objective : array, shape (n_checkpoints,)
+        Objective of the reported iterate at each checkpoint: at the start and
+        after each pass (see :func:`pass_checkpoints` for fractional passes).
     n_updates : int
         Number of coordinate updates (DP-CD), steps (DP-SGD) or epochs x
         n_features (reference).
@@ -21,6 +22,9 @@ class SolverResult:
         Seconds spent in the compiled kernels (``perf_counter``), JIT excluded.
     extra : dict
         Solver-specific diagnostics.
+    checkpoints : array, shape (n_checkpoints,), optional
+        Passes done at each entry of ``objective``; None means
+        ``0, 1, ..., len(objective) - 1`` (whole passes).
     """
 
     w: np.ndarray
@@ -28,6 +32,37 @@ class SolverResult:
     n_updates: int
     time: float
     extra: dict = field(default_factory=dict)
+    checkpoints: np.ndarray = None
+
+    @property
+    def passes_done(self):
+        """Passes done at each entry of ``objective`` (float array)."""
+        if self.checkpoints is not None:
+            return np.asarray(self.checkpoints, dtype=np.float64)
+        return np.arange(len(self.objective), dtype=np.float64)
+
+
+def pass_checkpoints(passes):
+    """Where a run of ``passes`` passes records its objective.
+
+    At the start, after each whole pass, and at the end when ``passes`` is
+    fractional (the DP-GCD paper's grids go down to 0.001 passes): 2.5 gives
+    ``[0, 1, 2, 2.5]``, 0.01 gives ``[0, 0.01]``.
+
+    Parameters
+    ----------
+    passes : float
+        Number of passes, > 0.
+
+    Returns
+    -------
+    checkpoints : array of float
+    """
+    passes = float(passes)
+    if not (np.isfinite(passes) and passes > 0):
+        raise ValueError(f"passes must be finite and > 0, got {passes!r}")
+    whole = np.arange(int(np.floor(passes)) + 1, dtype=np.float64)
+    return whole if whole[-1] == passes else np.append(whole, passes)
 
 
 def check_data(X, y, datafit, order, check_input=True):
