@@ -62,7 +62,7 @@ def test_averaging_reports_average_of_inner_iterates():
     steps = 0.5 / M
     res = dp_cd(X, y, datafit, pen, smoothness=M, step=0.5, clip=np.inf,
                 noise_scales=sigma, passes=6, seed=3, averaging=True, inner_passes=3)
-    coords, z = next(_draw_randomness(3, 4, 6, 10**6))
+    coords, z = _draw_randomness(3, 4, 6 * 4)
     K = 12
     w = np.zeros(4)
     for t in range(2):
@@ -147,7 +147,7 @@ def test_noise_variance_matches_sigma(loss):
     clip = np.array([0.5, 1.0, 2.0, np.inf, 0.1])
     sigma = np.array([0.1, 1.0, 3.0, 0.01, 10.0])
     passes = 4000
-    coords, z = next(_draw_randomness(42, 5, passes, passes))
+    coords, z = _draw_randomness(42, 5, passes * 5)
     g = np.array([_noisy_coordinate_gradient(datafit.code, Xf, y, u, j, clip[j],
                                              sigma[j], zk)
                   for j, zk in zip(coords, z)])
@@ -171,7 +171,7 @@ def test_kernel_uses_the_drawn_noise():
     sigma = np.linspace(0.5, 3.0, 6)
     res = dp_cd(X, y, datafit, pen, smoothness=M, step=0.7, clip=1e-300,
                 noise_scales=sigma, passes=50, seed=9)
-    coords, z = next(_draw_randomness(9, 6, 50, 10**6))
+    coords, z = _draw_randomness(9, 6, 50 * 6)
     expected = np.array([-(0.7 / M[j]) * sigma[j] * z[coords == j].sum()
                          for j in range(6)])
     np.testing.assert_allclose(res.w, expected, rtol=1e-9, atol=1e-300)
@@ -242,3 +242,66 @@ def test_check_input_false_skips_only_validation():
     X_bad[2, 3] = np.nan
     with pytest.raises(ValueError, match=r"X\[2, 3\]"):
         dp_cd(X_bad, y, datafit, penalty, **kwargs)
+
+
+@pytest.mark.parametrize("passes", [0.001, 0.5, 2.5, 3.0])
+def test_fractional_passes_make_the_accounted_number_of_updates(passes):
+    """T K = max(1, round(passes p)) updates, as calibrate_dp_cd accounts them;
+    the objective is recorded after each whole pass and at the end."""
+    from dpcd.privacy.calibrate import dp_cd_steps
+    from dpcd.solvers.base import pass_checkpoints
+    from dpcd.solvers.dp_cd import n_coordinate_updates
+
+    p = 1000
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, p))
+    y = rng.standard_normal(30)
+    datafit, pen = make_problem("squares", "none", 0.0)
+    M = datafit.coordinate_smoothness(X)
+    sigma = np.full(p, 0.01)
+    res = dp_cd(X, y, datafit, pen, smoothness=M, step=1.0, clip=np.inf,
+                noise_scales=sigma, passes=passes, seed=4)
+    assert res.n_updates == n_coordinate_updates(p, passes) == dp_cd_steps(p, passes)
+    np.testing.assert_array_equal(res.passes_done, pass_checkpoints(passes))
+    assert res.objective.shape == res.passes_done.shape
+    # replay: exactly the drawn coordinates moved (noise makes every update move)
+    coords, _ = _draw_randomness(4, p, res.n_updates)
+    assert set(np.flatnonzero(res.w)) == set(coords.tolist())
+    np.testing.assert_allclose(res.objective[-1], objective(X, y, res.w, datafit, pen),
+                               rtol=1e-12)
+
+
+def test_whole_passes_keep_one_checkpoint_per_pass():
+    X, y = _data(p=6)
+    datafit, pen = make_problem("squares", "l1", 0.1)
+    M = datafit.coordinate_smoothness(X)
+    res = dp_cd(X, y, datafit, pen, smoothness=M, step=1.0, clip=np.inf,
+                noise_scales=0.0, passes=7, seed=0)
+    assert res.objective.shape == (8,)
+    np.testing.assert_array_equal(res.passes_done, np.arange(8.0))
+
+
+def test_in_kernel_draws_replay_with_numpy():
+    """The kernel draws coordinates and noise one by one from numba Generators;
+    numpy's vectorised draws of the same generators replay them exactly, so
+    with C_j -> 0 each w_j is -gamma_j sigma_j times the sum of its draws."""
+    X, y = _data(p=9)
+    datafit, pen = make_problem("squares", "none", 0)
+    M = datafit.coordinate_smoothness(X)
+    sigma = np.linspace(0.5, 3.0, 9)
+    res = dp_cd(X, y, datafit, pen, smoothness=M, step=0.3, clip=1e-300,
+                noise_scales=sigma, passes=2.5, seed=77)
+    coords, z = _draw_randomness(77, 9, res.n_updates)
+    assert res.n_updates == 22  # round(2.5 * 9)
+    expected = np.array([-(0.3 / M[j]) * sigma[j] * z[coords == j].sum() for j in range(9)])
+    np.testing.assert_allclose(res.w, expected, rtol=1e-12, atol=1e-300)
+
+
+def test_rejects_non_positive_passes():
+    X, y = _data(p=3)
+    datafit, pen = make_problem("squares", "none", 0)
+    M = datafit.coordinate_smoothness(X)
+    for passes in (0, -1, np.nan, np.inf):
+        with pytest.raises(ValueError, match="passes"):
+            dp_cd(X, y, datafit, pen, smoothness=M, step=1.0, clip=1.0,
+                  noise_scales=0.0, passes=passes, seed=0)

@@ -129,3 +129,24 @@ def test_warmup_runs():
     from dpcd.solvers import warmup
 
     assert set(warmup()) == {"dp_cd", "dp_sgd", "reference_solve"}
+
+
+@pytest.mark.parametrize("passes", [0.01, 1.5, 3.0])
+def test_fractional_passes(passes):
+    """ceil(passes n / b) steps, as calibrate_dp_sgd accounts them; objective
+    after each whole pass and at the end."""
+    import math
+
+    from dpcd.problems import objective
+    from dpcd.solvers.base import pass_checkpoints
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 5))
+    y = X @ rng.standard_normal(5)
+    datafit, pen = make_problem("squares", "l2", 0.1)
+    res = dp_sgd(X, y, datafit, pen, step=0.5, clip=1.0, noise_scale=0.1,
+                 passes=passes, seed=1, batch_size=4)
+    assert res.n_updates == math.ceil(passes * 200 / 4)
+    np.testing.assert_array_equal(res.passes_done, pass_checkpoints(passes))
+    np.testing.assert_allclose(res.objective[-1], objective(X, y, res.w, datafit, pen),
+                               rtol=1e-10)

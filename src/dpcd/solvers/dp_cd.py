@@ -25,12 +25,9 @@ from dpcd.solvers.base import (
     SolverResult,
     as_feature_array,
     check_data,
+    pass_checkpoints,
     spawn_generators,
 )
-
-# coordinate/noise draws are made in chunks of at most this many updates
-_CHUNK_UPDATES = 1 << 20
-
 
 def coordinate_clip(M, C):
     """Coordinate-wise clipping thresholds ``C_j = sqrt(M_j / tr(M)) C``.
@@ -62,9 +59,9 @@ def coordinate_clip(M, C):
 
 @njit(cache=True, error_model="numpy")
 def _dp_cd_kernel(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
-                  clip, noise_scales, coords, z, n_inner, w_sum, start,
-                  obj, obj_last, pass0, f_reported):
-    """Run ``len(coords) // n_features`` passes of DP-CD in place.
+                  clip, noise_scales, n_updates, rng_coord, rng_noise, n_inner, w_sum,
+                  start, ckpt_updates, obj, obj_last, f_reported):
+    """Run ``n_updates`` DP-CD updates in place, drawing coordinates and noise.
 
     Parameters
     ----------
@@ -86,21 +83,24 @@ def _dp_cd_kernel(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
         Per-sample clipping thresholds ``C_j``.
     noise_scales : array, shape (n_features,)
         Noise standard deviations ``sigma_j``.
-    coords : array, shape (n_updates,)
-        Coordinates drawn uniformly in ``{0, ..., p - 1}``.
-    z : array, shape (n_updates,)
-        Standard normal draws (noise ``eta = sigma_j z``).
+    n_updates : int
+        ``T K``, number of coordinate updates.
+    rng_coord, rng_noise : numpy.random.Generator
+        Streams of the coordinates (uniform in ``{0, ..., p - 1}``) and of the
+        standard normal draws (noise ``eta = sigma_j z``); one draw of each per
+        update, so the streams equal numpy's vectorised draws of the same
+        generators.
     n_inner : int
         ``K``, updates per outer iteration for periodic averaging; 0 for the
-        last iterate. ``len(coords)`` is a multiple of ``K``.
+        last iterate. ``n_updates`` is a multiple of ``K``.
     w_sum : array, shape (n_features,)
         Running ``sum_{k=1}^K theta^k`` (lazy, see ``start``).
     start : array, shape (n_features,)
         First inner index from which ``theta_j`` has held its current value.
-    obj, obj_last : array, shape (passes + 1,)
-        Objective of the reported iterate / of theta after each pass.
-    pass0 : int
-        Passes done before this call.
+    ckpt_updates : array of int, shape (n_ckpt,)
+        Update counts after which to record the objective in ``obj[1 + c]``.
+    obj, obj_last : array, shape (n_ckpt + 1,)
+        Objective of the reported iterate / of theta at the checkpoints.
     f_reported : float
         Objective of the currently reported iterate (averaging only).
 
@@ -109,61 +109,62 @@ def _dp_cd_kernel(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
     f_reported : float
     """
     n_features = X.shape[1]
-    n_updates = coords.shape[0]
-    n_passes = n_updates // n_features
-    k = 0
-    for q in range(n_passes):
-        for _ in range(n_features):
-            j = coords[k]
-            step = steps[j]
-            # noisy (clipped) coordinate gradient, O(n_samples)
-            g = _noisy_coordinate_gradient(datafit_code, X, y, u, j, clip[j],
-                                           noise_scales[j], z[k])
-            old = w[j]
-            new = _prox_1d(penalty_code, penalty_params, old - step * g, step)
-            if new != old:
-                _update_state(datafit_code, X, y, u, j, new - old)
-                w[j] = new
-                if n_inner > 0:
-                    # theta_j held `old` for inner indices start[j], ..., kk
-                    kk = k % n_inner + 1
-                    w_sum[j] += old * (kk - start[j])
-                    start[j] = kk
-            k += 1
-            if n_inner > 0 and k % n_inner == 0:
-                # bar w = (1/K) sum_{k=1}^K theta^k; restart theta from it
-                for jj in range(n_features):
-                    w_sum[jj] += w[jj] * (n_inner + 1 - start[jj])
-                    w[jj] = w_sum[jj] / n_inner
-                    w_sum[jj] = 0.0
-                    start[jj] = 1
-                _init_state(datafit_code, X, y, w, u)
-                f_reported = (_datafit_value(datafit_code, u)
-                              + _penalty_value(penalty_code, penalty_params, w))
-        f_last = (_datafit_value(datafit_code, u)
-                  + _penalty_value(penalty_code, penalty_params, w))
-        obj_last[pass0 + q + 1] = f_last
-        if n_inner > 0:
-            obj[pass0 + q + 1] = f_reported
-        else:
-            obj[pass0 + q + 1] = f_last
+    c = 0
+    for k in range(n_updates):
+        j = rng_coord.integers(0, n_features)
+        z = rng_noise.standard_normal()
+        step = steps[j]
+        # noisy (clipped) coordinate gradient, O(n_samples)
+        g = _noisy_coordinate_gradient(datafit_code, X, y, u, j, clip[j],
+                                       noise_scales[j], z)
+        old = w[j]
+        new = _prox_1d(penalty_code, penalty_params, old - step * g, step)
+        if new != old:
+            _update_state(datafit_code, X, y, u, j, new - old)
+            w[j] = new
+            if n_inner > 0:
+                # theta_j held `old` for inner indices start[j], ..., kk
+                kk = k % n_inner + 1
+                w_sum[j] += old * (kk - start[j])
+                start[j] = kk
+        if n_inner > 0 and (k + 1) % n_inner == 0:
+            # bar w = (1/K) sum_{k=1}^K theta^k; restart theta from it
+            for jj in range(n_features):
+                w_sum[jj] += w[jj] * (n_inner + 1 - start[jj])
+                w[jj] = w_sum[jj] / n_inner
+                w_sum[jj] = 0.0
+                start[jj] = 1
+            _init_state(datafit_code, X, y, w, u)
+            f_reported = (_datafit_value(datafit_code, u)
+                          + _penalty_value(penalty_code, penalty_params, w))
+        while c < ckpt_updates.shape[0] and ckpt_updates[c] == k + 1:
+            f_last = (_datafit_value(datafit_code, u)
+                      + _penalty_value(penalty_code, penalty_params, w))
+            obj_last[1 + c] = f_last
+            obj[1 + c] = f_reported if n_inner > 0 else f_last
+            c += 1
     return f_reported
 
 
-def _draw_randomness(seed, n_features, passes, chunk_passes):
-    """Yield ``(coords, z)`` chunks for a DP-CD run.
+def n_coordinate_updates(n_features, passes):
+    """``T K = max(1, round(passes * p))``: the count the calibration assumes.
 
-    ``SeedSequence(seed)`` is spawned into two streams: coordinate choice and
-    noise. Each chunk covers ``chunk_passes`` passes (the last may be shorter).
+    Must equal :func:`dpcd.privacy.calibrate.dp_cd_steps` (tested), so the
+    solver never makes more releases than were accounted for.
+    """
+    return max(1, int(round(passes * n_features)))
+
+
+def _draw_randomness(seed, n_features, n_updates):
+    """The coordinates and standard normal draws of a DP-CD run, with numpy.
+
+    The kernel draws them one by one from the same two generators
+    (``SeedSequence(seed)`` spawned into coordinate and noise streams); numba's
+    Generator methods give numpy's streams, so this twin lets tests replay a run.
     """
     rng_coord, rng_noise = spawn_generators(seed, 2)
-    done = 0
-    while done < passes:
-        m = min(chunk_passes, passes - done)
-        coords = rng_coord.integers(0, n_features, size=m * n_features, dtype=np.int64)
-        z = rng_noise.standard_normal(m * n_features)
-        yield coords, z
-        done += m
+    coords = rng_coord.integers(0, n_features, size=n_updates, dtype=np.int64)
+    return coords, rng_noise.standard_normal(n_updates)
 
 
 def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passes,
@@ -196,8 +197,10 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     noise_scales : float or array, shape (n_features,)
         Noise standard deviations ``sigma_j`` (e.g. from
         ``dpcd.privacy.calibrate_dp_cd``); 0 for non-private CD.
-    passes : int
-        Number of passes; ``passes * n_features`` updates in total.
+    passes : float
+        Number of passes, > 0; ``T K = max(1, round(passes * n_features))``
+        updates in total (fractional passes allowed, as in the DP-GCD paper's
+        grids). The objective is recorded at :func:`pass_checkpoints`.
     seed : int or None
         Seed of ``numpy.random.SeedSequence``; same seed, same result bit for bit.
     averaging : bool, default=False
@@ -215,8 +218,8 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     Returns
     -------
     result : SolverResult
-        ``objective[k]`` is the objective of the reported iterate after ``k``
-        passes (with averaging: of the latest ``bar w_t``);
+        ``objective[c]`` is the objective of the reported iterate after
+        ``checkpoints[c]`` passes (with averaging: of the latest ``bar w_t``);
         ``extra`` holds ``objective_last_iterate``, ``residuals`` (squares,
         ``Xw - y``) or ``margins`` (logistic, ``y * Xw``) as maintained by the
         kernel, ``steps``, ``n_outer``/``n_inner``.
@@ -237,19 +240,22 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     steps = step / M
     clip = as_feature_array(clip, n_features, "clip", allow_inf=True, positive=True)
     sigma = as_feature_array(noise_scales, n_features, "noise_scales")
-    if int(passes) != passes or passes < 0:
-        raise ValueError(f"passes must be a non-negative integer, got {passes!r}")
-    passes = int(passes)
+    passes = float(passes)
+    checkpoints = pass_checkpoints(passes)
+    n_updates = n_coordinate_updates(n_features, passes)
     if averaging:
         inner_passes = 1 if inner_passes is None else int(inner_passes)
-        if inner_passes < 1 or passes % inner_passes:
+        if inner_passes < 1 or passes != int(passes) or int(passes) % inner_passes:
             raise ValueError(
-                f"passes={passes} must be a positive multiple of inner_passes="
+                f"passes={passes:g} must be a positive multiple of inner_passes="
                 f"{inner_passes} when averaging"
             )
         n_inner = inner_passes * n_features
     else:
         n_inner = 0
+    # update count after which each checkpoint's objective is recorded
+    ckpt_updates = np.array([n_coordinate_updates(n_features, c) for c in checkpoints[1:]],
+                            dtype=np.int64)
     if w0 is None:
         w = np.zeros(n_features)
     else:
@@ -261,36 +267,29 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     _init_state(datafit.code, X, y, w, u)
     pcode, pparams = penalty.code, penalty.params
     f0 = _datafit_value(datafit.code, u) + _penalty_value(pcode, pparams, w)
-    obj = np.empty(passes + 1)
-    obj_last = np.empty(passes + 1)
+    obj = np.empty(checkpoints.shape[0])
+    obj_last = np.empty(checkpoints.shape[0])
     obj[0] = obj_last[0] = f0
     w_sum = np.zeros(n_features)
     start = np.ones(n_features, dtype=np.int64)
     args = (X, y, w, u, datafit.code, pcode, pparams, steps, clip, sigma)
     # compile (or load from cache) before the timer: a zero-update call
-    _dp_cd_kernel(*args, np.empty(0, np.int64), np.empty(0), n_inner, w_sum, start,
-                  obj, obj_last, 0, f0)
-
-    chunk = max(1, _CHUNK_UPDATES // n_features)
-    if n_inner:
-        chunk = max(inner_passes, chunk - chunk % inner_passes)
-    done = 0
-    f_rep = f0
+    _dp_cd_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), n_inner,
+                  w_sum, start, ckpt_updates[:0], obj, obj_last, f0)
+    rng_coord, rng_noise = spawn_generators(seed, 2)
     # the timer covers drawing the coordinates and the noise, like DP-SGD's
     t0 = time.perf_counter()
-    for coords, z in _draw_randomness(seed, n_features, passes, chunk):
-        f_rep = _dp_cd_kernel(*args, coords, z, n_inner, w_sum, start, obj, obj_last,
-                              done, f_rep)
-        done += coords.shape[0] // n_features
+    _dp_cd_kernel(*args, n_updates, rng_coord, rng_noise, n_inner, w_sum, start,
+                  ckpt_updates, obj, obj_last, f0)
     elapsed = time.perf_counter() - t0
 
     extra = {
         "objective_last_iterate": obj_last,
         "steps": steps,
         "n_inner": n_inner,
-        "n_outer": passes // inner_passes if n_inner else None,
+        "n_outer": int(passes) // inner_passes if n_inner else None,
         "averaging": bool(averaging),
     }
     extra["residuals" if datafit.code == SQUARES else "margins"] = u
-    return SolverResult(w=w, objective=obj, n_updates=passes * n_features,
-                        time=elapsed, extra=extra)
+    return SolverResult(w=w, objective=obj, n_updates=n_updates, time=elapsed,
+                        extra=extra, checkpoints=checkpoints)

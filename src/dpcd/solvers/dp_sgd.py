@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import SQUARES, _penalty_value, _prox_1d
-from dpcd.solvers.base import SolverResult, check_data, spawn_generators
+from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
 
 @njit(cache=True, error_model="numpy")
@@ -159,8 +159,9 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     noise_scale : float
         ``sigma``, standard deviation of the noise on the clipped sum (e.g.
         ``z * C`` for noise multiplier ``z``).
-    passes : int or float
-        Number of passes; ``T = ceil(passes * n_samples / batch_size)`` steps.
+    passes : float
+        Number of passes, > 0; ``T = ceil(passes * n_samples / batch_size)``
+        steps (the count :func:`dpcd.privacy.calibrate_dp_sgd` assumes).
     seed : int or None
         Seed of ``numpy.random.SeedSequence`` (streams: sampling, noise).
     batch_size : float, default=1
@@ -174,8 +175,8 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     Returns
     -------
     result : SolverResult
-        ``objective[k]`` is ``F(w)`` after ``k`` passes (every
-        ``n_samples / batch_size`` steps: at step ``ceil(k n / b)``).
+        ``objective[c]`` is ``F(w)`` after ``checkpoints[c]`` passes (at step
+        ``ceil(checkpoints[c] n / b)``; see :func:`pass_checkpoints`).
         ``extra`` holds ``n_steps``, ``step_size``, ``global_smoothness``,
         ``sampling_rate`` and ``inclusions`` (steps each sample was selected
         in). ``time`` covers sampling, noise and updates.
@@ -203,15 +204,14 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     if not 0 < batch_size <= n_samples:
         raise ValueError(f"batch_size must be in (0, n_samples={n_samples}], "
                          f"got {batch_size!r}")
-    if passes < 0 or not np.isfinite(passes):
-        raise ValueError(f"passes must be finite and >= 0, got {passes!r}")
+    checkpoints = pass_checkpoints(passes)
     q = batch_size / n_samples
     eta = step / beta
     n_steps = math.ceil(passes * n_samples / batch_size)
-    n_ckpt = int(math.floor(passes))
-    # checkpoint k (pass k) after step ceil(k n / b)
-    ckpts = np.array([math.ceil(k * n_samples / batch_size)
-                      for k in range(1, n_ckpt + 1)], dtype=np.int64)
+    # checkpoint c (checkpoints[c] passes) after step ceil(c n / b)
+    ckpts = np.array([math.ceil(c * n_samples / batch_size) for c in checkpoints[1:]],
+                     dtype=np.int64)
+    n_ckpt = ckpts.shape[0]
 
     w = np.zeros(n_features)
     row_norms = np.sqrt(np.einsum("ij,ij->i", X, X))
@@ -241,4 +241,4 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
         "inclusions": inclusions,
     }
     return SolverResult(w=w, objective=obj, n_updates=n_steps, time=elapsed,
-                        extra=extra)
+                        extra=extra, checkpoints=checkpoints)
