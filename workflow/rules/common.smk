@@ -7,8 +7,12 @@ from snakemake.utils import validate
 validate(config, "../schemas/config.schema.yaml")
 
 # Jobs inherit these: one project-local numba cache (filled once by
-# warmup_numba) and the tracking URI (MLFLOW_TRACKING_URI wins when exported).
+# warmup_numba), one calibration cache (each distinct noise calibration is
+# computed once per workflow, by whichever job asks first; see
+# dpcd.privacy.cache) and the tracking URI (MLFLOW_TRACKING_URI wins when
+# exported).
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.abspath("results/.numba_cache"))
+os.environ.setdefault("DPCD_CALIBRATION_CACHE", os.path.abspath("results/calibration"))
 os.environ.setdefault("MLFLOW_TRACKING_URI", config["mlflow"]["tracking_uri"])
 
 

@@ -52,6 +52,8 @@ from dp_accounting import dp_event, mechanism_calibration
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
+from dpcd.privacy import cache
+
 NeighborRel = dp_accounting.NeighboringRelation
 
 # Relations a ledger can state, and dp_accounting's name for them.
@@ -254,5 +256,31 @@ def calibrate_multiplier(spec: tuple, epsilon: float, delta: float,
     else:
         accountant_relation(spec, relation, accountant)
         kinds = (accountant,)
-    results = [(*_calibrate(spec, float(epsilon), float(delta), k, relation), k) for k in kinds]
+    inputs = {"spec": list(spec), "epsilon": float(epsilon), "delta": float(delta),
+              "accountants": list(kinds), "relation": relation,
+              "pld_discretization": PLD_DISCRETIZATION}
+    z, achieved, used = cache.cached(
+        "calibrate_multiplier", inputs,
+        lambda: list(_tightest(spec, float(epsilon), float(delta), kinds, relation)))
+    return float(z), float(achieved), used
+
+
+@functools.lru_cache(maxsize=4096)
+def _tightest(spec, epsilon, delta, kinds, relation):
+    """The smallest noise multiplier over the accountants ``kinds``.
+
+    RDP is calibrated first (seconds even for millions of compositions).  PLD
+    is calibrated only if it can win: ε_PLD decreases in z, so when
+    ε_PLD(z_RDP) already exceeds the target the PLD answer is larger than
+    z_RDP.  That happens for long runs, where the pessimistic discretisation
+    of the privacy loss adds up over millions of compositions (DP-SGD at
+    batch 1 on Electricity: 50 passes are 2.3 M steps), and skips a PLD search
+    that costs minutes there.
+    """
+    results = []
+    if "rdp" in kinds:
+        results.append((*_calibrate(spec, epsilon, delta, "rdp", relation), "rdp"))
+    if "pld" in kinds:
+        if not results or epsilon_of(spec, results[0][0], delta, "pld", relation) <= epsilon:
+            results.append((*_calibrate(spec, epsilon, delta, "pld", relation), "pld"))
     return min(results, key=lambda r: r[0])

@@ -48,6 +48,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import integrate, optimize
 
+from dpcd.privacy import cache
 from dpcd.privacy.accounting import PLD_DISCRETIZATION, NeighborRel
 from dpcd.privacy.calibrate import ACCOUNTANT_CHOICES, Calibration
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
@@ -177,7 +178,10 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
                                  name="smoothness"))
 
     kinds = COMPOSITIONS if composition == "auto" else (composition,)
-    by_comp = {k: _calibrate_step(steps, epsilon, delta, k) for k in kinds}
+    by_comp = {k: tuple(cache.cached(
+        "dp_gcd_step", {"steps": steps, "epsilon": epsilon, "delta": delta, "composition": k,
+                        "pld_discretization": PLD_DISCRETIZATION},
+        lambda k=k: list(_calibrate_step(steps, epsilon, delta, k)))) for k in kinds}
     used = max(by_comp, key=lambda k: by_comp[k][0])
     eps_step, achieved = by_comp[used]
 
