@@ -11,6 +11,13 @@ import pytest
 from dpcd.privacy import accounting, cache, calibrate_dp_sgd
 
 
+@pytest.fixture(autouse=True)
+def _fresh_memory():
+    cache._memory.clear()
+    yield
+    cache._memory.clear()
+
+
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     root = tmp_path / "calibration"
@@ -39,6 +46,7 @@ def test_miss_then_hit(cache_dir):
         return [0.1 + 0.2, 1e-300, "rdp"]
 
     first = cache.cached("k", {"spec": ["gaussian", 3], "epsilon": 1.0}, compute)
+    cache._memory.clear()  # read back from disk, as another process would
     second = cache.cached("k", {"epsilon": 1.0, "spec": ["gaussian", 3]}, compute)
     assert first == second == [0.1 + 0.2, 1e-300, "rdp"]  # floats round-trip exactly
     assert len(calls) == 1
@@ -72,6 +80,7 @@ def test_corrupt_entry_is_recomputed_and_replaced(cache_dir, garbage):
     cache.cached("k", {"a": 1}, lambda: [1.0])
     (entry,) = _entries(cache_dir)
     entry.write_text(garbage)
+    cache._memory.clear()  # a new process
     calls = []
     assert cache.cached("k", {"a": 1}, lambda: calls.append(1) or [1.0]) == [1.0]
     assert calls == [1]
@@ -108,6 +117,7 @@ def test_calibration_through_the_cache_equals_the_direct_one(cache_dir, monkeypa
     assert len(_entries(cache_dir)) == 1
     # a fresh process (no lru cache) reads the entry instead of calibrating
     accounting._tightest.cache_clear()
+    cache._memory.clear()
     monkeypatch.setattr(accounting, "_tightest", lambda *a: pytest.fail("recalibrated"))
     again = calibrate_dp_sgd(**kwargs)
     monkeypatch.undo()  # also unsets the cache directory
@@ -134,3 +144,12 @@ def test_fast_auto_equals_the_slow_path(q, steps, winner, monkeypatch):
     # re-checked at a 10x finer PLD discretisation, the target still holds
     monkeypatch.setattr(accounting, "PLD_DISCRETIZATION", accounting.PLD_DISCRETIZATION / 10)
     assert accounting.epsilon_of(spec, z, delta, "pld", rel) <= eps * 1.001
+
+
+def test_stats_count_time_and_computations(cache_dir):
+    before = dict(cache.STATS)
+    cache.cached("k", {"s": 1}, lambda: [1.0])
+    cache.cached("k", {"s": 1}, lambda: [1.0])
+    assert cache.STATS["calls"] == before["calls"] + 2
+    assert cache.STATS["computed"] == before["computed"] + 1
+    assert cache.STATS["seconds"] > before["seconds"]

@@ -107,3 +107,22 @@ def test_published_file_must_have_every_column(tmp_path):
     path.write_text("experiment,solver,passes,rel_error_mean\na,dp_cd,2,0.1\n")
     with pytest.raises(ValueError, match="missing columns"):
         read_published(path)
+
+
+def test_solve_overhead_sums_ledgers_and_reports_the_kernel_share():
+    from dpcd.report.summary import overhead_markdown, solve_overhead
+
+    def ledger(experiment, solver, kernels, other):
+        seconds = {"loading": 1.0, "jit": 2.0, "calibration": 0.5, "kernels": kernels,
+                   "mlflow": 0.5, "other": other}
+        seconds["wall"] = sum(seconds.values())
+        return {"experiment": experiment, "solver": solver, "seconds": seconds}
+
+    table = solve_overhead([ledger("a", "dp_cd", 10.0, 1.0), ledger("a", "dp_cd", 30.0, 1.0),
+                            ledger("b", "dp_sgd", 46.0, 0.0)])
+    assert len(table) == 2
+    assert table.set_index("solver").loc["dp_cd", "kernels"] == 40.0
+    assert table.attrs["kernel_share"] == pytest.approx(86.0 / 100.0)
+    text = overhead_markdown(table)
+    assert "Kernels 86.0 % of solve time" in text
+    assert overhead_markdown(solve_overhead([])) == ""

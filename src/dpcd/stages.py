@@ -136,25 +136,48 @@ def cmd_track(args):
 
 # --- solve --------------------------------------------------------------------
 def cmd_solve(args):
-    """Run one chunk of one solver's sweep, log it to MLflow, write its table."""
+    """Run one chunk of one solver's sweep, log it to MLflow, write its table.
+
+    Beside the table it writes the job's overhead ledger: how its wall time
+    split between loading, calibration, JIT, the solver kernels, MLflow and
+    the rest (tidy tables, ledgers, Python around the runs).
+    """
+    from dpcd import solvers
+    from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
     from dpcd.sweep.problem import load_problem
     from dpcd.sweep.run import mlflow_runs
     from dpcd.tracking import log_configurations
 
+    wall = time.perf_counter()
     spec = json.loads(args.spec)
     problem = load_problem(args.data, spec["problem"], args.smoothness)
     reference = read_json(args.reference)
     private = read_json(args.private_smoothness) if args.private_smoothness else None
+    split = {"loading": time.perf_counter() - wall}
+    # load (or compile) every kernel now, so no run of the sweep pays for it
+    start = time.perf_counter()
+    solvers.warmup()
+    split["jit"] = time.perf_counter() - start
+    calibration0 = cache.STATS["seconds"]
     start = time.perf_counter()
     table, records = run_chunk(spec, args.chunk, problem, reference["objective"], private)
     log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
+    split["calibration"] = cache.STATS["seconds"] - calibration0
+    split["kernels"] = float(sum(record.time.sum() for record in records))
     info = read_json(args.mlflow)
     job = f"{spec['experiment']}/{spec['solver']}/chunk{args.chunk}"
     start = time.perf_counter()
     log_configurations(info, job, mlflow_runs(records, spec, problem))
-    log.info("logged %d runs to MLflow in %.1f s", len(records), time.perf_counter() - start)
+    split["mlflow"] = time.perf_counter() - start
+    log.info("logged %d runs to MLflow in %.1f s", len(records), split["mlflow"])
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
+    split["wall"] = time.perf_counter() - wall
+    split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")
+    log.info("overhead ledger: %s", {k: round(v, 3) for k, v in split.items()})
+    write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
+                             "chunk": args.chunk, "configurations": len(records),
+                             "seconds": split})
 
 
 # --- aggregate ----------------------------------------------------------------
@@ -193,7 +216,14 @@ def cmd_summary(args):
     """Tables 2 and 3 across experiments, beside the published values if given."""
     import pandas as pd
 
-    from dpcd.report.summary import compare, read_published, stack_experiments, summary_markdown
+    from dpcd.report.summary import (
+        compare,
+        overhead_markdown,
+        read_published,
+        solve_overhead,
+        stack_experiments,
+        summary_markdown,
+    )
     from dpcd.tracking import log_experiment_artifacts, setup_experiment
 
     if len(args.experiments) != len(args.tables):
@@ -202,11 +232,15 @@ def cmd_summary(args):
     published = read_published(args.published) if args.published else None
     table = compare(stack_experiments(tables), published)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
-    atomic_write(args.md, lambda tmp: Path(tmp).write_text(summary_markdown(table)))
+    overhead = solve_overhead([read_json(path) for path in args.timings or []])
+    text = summary_markdown(table) + overhead_markdown(overhead)
+    atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     metrics = {}
     if published is not None:
         metrics["cells_off_by_2x"] = int(table["differs"].fillna(False).sum())
         metrics["cells_compared"] = int(table["paper_rel_error_mean"].notna().sum())
+    if not overhead.empty:
+        metrics["kernel_share_of_solve_time"] = float(overhead.attrs["kernel_share"])
     log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
                              metrics=metrics)
 
@@ -251,6 +285,7 @@ def register(subparsers):
     p.add_argument("--reference", required=True)
     p.add_argument("--mlflow", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--timing", required=True, help="JSON: the job's overhead ledger")
 
     p = add("aggregate", cmd_aggregate, "tables and figures of one experiment")
     p.add_argument("--experiment", required=True)
@@ -267,6 +302,7 @@ def register(subparsers):
     p.add_argument("--experiments", nargs="+", required=True)
     p.add_argument("--tables", nargs="+", required=True, help="each experiment's table CSV")
     p.add_argument("--published", help="CSV of published cells to compare with")
+    p.add_argument("--timings", nargs="*", help="the solve jobs' overhead ledgers (JSON)")
     p.add_argument("--mlflow-experiment", required=True)
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)

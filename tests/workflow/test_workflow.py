@@ -54,6 +54,32 @@ def test_summary_stacks_every_experiment_and_goes_to_mlflow(finished_workdir):
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"summary.csv", "summary.md"}
 
 
+def test_solve_jobs_account_for_their_time_and_share_calibrations(finished_workdir):
+    import json
+    import re
+
+    results = finished_workdir / "results"
+    ledgers = sorted((results / "runs").rglob("chunk*.timing.json"))
+    assert len(ledgers) == len(list((results / "runs").rglob("chunk*.parquet")))
+    for path in ledgers:
+        seconds = json.loads(path.read_text())["seconds"]
+        parts = ("loading", "jit", "calibration", "kernels", "mlflow", "other")
+        assert all(seconds[k] >= 0 for k in parts if k != "other")
+        assert sum(seconds[k] for k in parts) == pytest.approx(seconds["wall"])
+        assert seconds["kernels"] > 0
+    # the summary's share is the ledgers' sum (tiny test problems: kernels ≪ wall)
+    total = [json.loads(p.read_text())["seconds"] for p in ledgers]
+    expected = 100 * sum(t["kernels"] for t in total) / sum(t["wall"] for t in total)
+    text = (results / "summary.md").read_text()
+    share = re.search(r"Kernels (\d+\.\d+) % of solve time", text)
+    assert share and float(share.group(1)) == pytest.approx(expected, abs=0.051)
+    # every distinct calibration is stored once, whichever job computed it
+    entries = [json.loads(p.read_text()) for p in (results / "calibration").glob("*/*.json")]
+    assert entries
+    keys = [json.dumps(e["key"], sort_keys=True) for e in entries]
+    assert len(keys) == len(set(keys))
+
+
 def test_tidy_runs_have_every_seed_and_pass(finished_workdir):
     runs = pd.concat(
         pd.read_parquet(p) for p in (finished_workdir / "results" / "runs" / "exp_a").rglob("*.parquet")

@@ -42,6 +42,7 @@ rule summary:
             "results/tables/{experiment}.csv", experiment=sorted(config["experiments"])
         ),
         published=published_input(),
+        timings=solve_timings(),
     output:
         csv="results/summary.csv",
         md="results/summary.md",
@@ -60,4 +61,5 @@ rule summary:
     shell:
         "dpcd summary --experiments {params.experiments} --tables {input.tables}"
         " {params.published} --mlflow-experiment {params.mlflow_experiment:q}"
+        " --timings {input.timings}"
         " --csv {output.csv} --md {output.md} 2> {log}"

@@ -116,6 +116,16 @@ def chunk_results(wildcards):
     ]
 
 
+def solve_timings():
+    """Every solve job's overhead ledger, of every experiment."""
+    return [
+        f"results/runs/{name}/{solver}/chunk{chunk}.timing.json"
+        for name in sorted(config["experiments"])
+        for solver in sorted(config["experiments"][name]["solvers"])
+        for chunk in range(config["experiments"][name]["chunks"])
+    ]
+
+
 def aggregate_params(wildcards):
     exp = _experiment(wildcards.experiment)
     return _json({"select_by": exp["select_by"]})

@@ -58,7 +58,8 @@ rule solve:
         mlflow="results/mlflow/{experiment}.json",
         warmup="results/.numba_cache/warmup.done",
     output:
-        "results/runs/{experiment}/{solver}/chunk{chunk}.parquet",
+        runs="results/runs/{experiment}/{solver}/chunk{chunk}.parquet",
+        timing="results/runs/{experiment}/{solver}/chunk{chunk}.timing.json",
     log:
         "results/logs/solve/{experiment}/{solver}/chunk{chunk}.log",
     benchmark:
@@ -72,4 +73,4 @@ rule solve:
         " --data {input.data} --smoothness {input.smoothness}"
         " --private-smoothness={input.private_smoothness}"
         " --reference {input.reference} --mlflow {input.mlflow}"
-        " --out {output} 2> {log}"
+        " --out {output.runs} --timing {output.timing} 2> {log}"

@@ -24,6 +24,7 @@ import importlib.metadata
 import json
 import os
 import tempfile
+import time
 
 ENV = "DPCD_CALIBRATION_CACHE"
 
@@ -32,6 +33,14 @@ ENV = "DPCD_CALIBRATION_CACHE"
 CALIBRATION_VERSION = 1
 
 _DP_ACCOUNTING_VERSION = importlib.metadata.version("dp-accounting")
+
+# Seconds spent in :func:`cached` by this process and how many entries it
+# computed: a solve job reports them in its overhead ledger.
+STATS = {"seconds": 0.0, "calls": 0, "computed": 0}
+
+# Entries this process has already read or computed (a sweep asks for the same
+# calibration once per seed and configuration).
+_memory: dict = {}
 
 
 def cache_dir() -> str | None:
@@ -85,30 +94,47 @@ def cached(kind: str, inputs: dict, compute):
     value
         The cached or freshly computed value.
     """
+    start = time.perf_counter()
+    try:
+        return _cached(kind, inputs, compute)
+    finally:
+        STATS["seconds"] += time.perf_counter() - start
+        STATS["calls"] += 1
+
+
+def _cached(kind, inputs, compute):
     root = cache_dir()
     if root is None:
+        STATS["computed"] += 1
         return compute()
     digest, key = key_of(kind, inputs)
+    if (root, digest) in _memory:
+        return _memory[root, digest]
     folder = os.path.join(root, digest[:2])
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, digest + ".json")
     value = _read(path, key)
-    if value is not None:
-        return value
-    with _locked(path + ".lock"):
-        # another process may have computed it while we waited for the lock
-        value = _read(path, key)
-        if value is not None:
-            return value
-        value = compute()
-        text = json.dumps({"key": key, "value": value}, indent=1, sort_keys=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    if value is None:
+        with _locked(path + ".lock"):
+            # another process may have computed it while we waited for the lock
+            value = _read(path, key)
+            if value is None:
+                value = _compute_and_store(folder, path, key, compute)
+    _memory[root, digest] = value
+    return value
+
+
+def _compute_and_store(folder, path, key, compute):
+    STATS["computed"] += 1
+    value = compute()
+    text = json.dumps({"key": key, "value": value}, indent=1, sort_keys=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return value

@@ -141,3 +141,53 @@ def summary_markdown(table, factor=2.0):
             "",
         ]
     return "\n".join(parts)
+
+
+OVERHEAD = ("loading", "jit", "calibration", "kernels", "mlflow", "other")
+
+
+def solve_overhead(timings):
+    """Sum the solve jobs' overhead ledgers per (experiment, solver).
+
+    Parameters
+    ----------
+    timings : list of dict
+        What each solve job wrote beside its table (``seconds`` by part).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Seconds per part and ``wall`` per (experiment, solver); ``attrs``
+        holds ``kernel_share``, the kernels' share of all solve time.
+    """
+    rows = [{"experiment": t["experiment"], "solver": t["solver"],
+             **{k: t["seconds"][k] for k in OVERHEAD + ("wall",)}} for t in timings]
+    if not rows:
+        return pd.DataFrame()
+    table = (pd.DataFrame(rows).groupby(["experiment", "solver"], as_index=False)
+             .sum(numeric_only=True))
+    table.attrs["kernel_share"] = table["kernels"].sum() / table["wall"].sum()
+    return table
+
+
+def overhead_markdown(overhead):
+    """The summary's "where solve time goes" section (empty without ledgers)."""
+    if overhead.empty:
+        return ""
+    total = overhead[list(OVERHEAD) + ["wall"]].sum()
+    split = ", ".join(f"{k} {100 * total[k] / total['wall']:.1f} %" for k in OVERHEAD)
+    shown = overhead.copy()
+    for k in OVERHEAD + ("wall",):
+        shown[k] = shown[k].map(lambda v: f"{v:.1f}")
+    return "\n".join([
+        "",
+        "## Where solve time goes",
+        "",
+        f"Kernels {100 * overhead.attrs['kernel_share']:.1f} % of solve time "
+        f"({total['wall']:.0f} s in all solve jobs: {split}).",
+        "",
+        "Seconds summed over each solver's chunk jobs:",
+        "",
+        shown.to_markdown(index=False),
+        "",
+    ])
