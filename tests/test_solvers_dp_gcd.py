@@ -259,3 +259,39 @@ def test_bad_arguments():
         dp_gcd(X, y, datafit, en, **kw)
     with pytest.raises(ValueError, match="iterations"):
         dp_gcd(X, y, datafit, pen, **{**kw, "iterations": 1.5})
+
+
+@pytest.mark.parametrize("accountant", ["auto", "paper"])
+@pytest.mark.parametrize("penalty, rule, placement", [
+    ("l1", "gs_r", "score"), ("l1", "gs_s", "gradient"), ("l2", "smooth", "gradient")])
+def test_adapter_dense_and_sparse(accountant, penalty, rule, placement):
+    from dpcd.sweep.adapters import ADAPTERS, Budget, calibrate_dp_gcd_config
+    from dpcd.sweep.problem import SweepProblem
+
+    X, y = _data(n=80, p=30, logistic=True, density=0.2)
+    datafit, pen = make_problem("logistic", penalty, 0.01)
+    M = datafit.coordinate_smoothness(X)
+    config = {"passes": 5, "step": 1.0, "clip": 1.0, "rule": rule}
+    budget = Budget(1.0, 1e-4, accountant)
+    runs = []
+    for design in (X, sp.csc_matrix(X)):
+        problem = SweepProblem(X=design, y=y, datafit=datafit, penalty=pen, smoothness=M,
+                               global_smoothness=np.nan, max_abs=np.abs(X).max(axis=0))
+        result, ledger = ADAPTERS["dp_gcd"](problem, config, [1, 2], budget)
+        runs.append(result)
+        assert list(ledger.nonprivate_inputs) == ["exact_smoothness"]
+        assert ledger.epsilon_achieved <= 1.0
+        cal = calibrate_dp_gcd_config(problem, config, budget)
+        expected = "gradient" if accountant == "paper" else placement
+        assert cal.extra["selection_noise"] == result.extra["selection_noise"] == expected
+        note = ledger.mechanisms[0].note
+        assert ("mode=paper" in note) == (accountant == "paper")
+    assert runs[0].extra["selected"].tolist() == runs[1].extra["selected"].tolist()
+    np.testing.assert_allclose(runs[0].w, runs[1].w, rtol=1e-12, atol=1e-15)
+    assert runs[0].objective.shape == (6,)
+
+
+def test_warmup_compiles_dp_gcd():
+    from dpcd.solvers import warmup
+
+    assert "dp_gcd" in warmup()
