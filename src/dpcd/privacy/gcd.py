@@ -119,6 +119,8 @@ def _rdp_event(eps_step, steps, composition):
 def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str) -> float:
     """ε at ``delta`` of T DP-GCD iterations whose two releases are ε′-DP each."""
     check_choice(composition, "composition", COMPOSITIONS)
+    if eps_step > 700.0:  # e^{eps_step} overflows; no calibration needs this much
+        return math.inf
     if composition == "advanced":
         return _advanced_epsilon(eps_step, steps, delta)
     if composition in ("rdp", "zcdp"):
