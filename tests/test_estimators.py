@@ -4,6 +4,8 @@ With a huge ε the noise is negligible and the estimators must solve the same
 problem as scikit-learn and the non-private reference; with any ε their
 ledger must account for the whole fit.
 """
+import importlib
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -22,7 +24,7 @@ from dpcd.solvers import reference_solve
 # Huge ε: noise multipliers around 1e-2 (the calibration refuses ε so large
 # that a multiplier < 1e-3 suffices); with n = 1000 the noise is negligible.
 BIG_EPS = 1e6
-SOLVERS = ("dp_cd", "dp_cd_p", "dp_sgd")
+SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd")
 # DP-SGD with batch 1 and step 1/beta is too noisy to fit anything at any ε;
 # larger batches and a smaller step make it an honest baseline.
 SGD = {"batch_size": 10, "step": 0.3, "clip": 10.0}
@@ -32,6 +34,10 @@ def _large_eps(cls, solver):
     kwargs = {"solver": solver, "epsilon": 1e5, "clip": 100.0}
     if solver == "dp_sgd":
         kwargs.update(SGD)
+    if solver == "dp_gcd":
+        # one coordinate per iteration; the PLD composition (in "auto") takes
+        # minutes to calibrate at epsilon = 1e5, RDP milliseconds
+        kwargs.update(passes=100, accountant="rdp")
     return cls(**kwargs)
 
 
@@ -234,7 +240,7 @@ def test_random_state_instances(regression):
     ({"epsilon": -1.0}, "epsilon must be a finite number > 0"),
     ({"delta": 0.0}, r"delta must be in \(0, 1\)"),
     ({"delta": 1.0}, r"delta must be in \(0, 1\)"),
-    ({"solver": "sgd"}, "solver must be one of dp_cd, dp_cd_p, dp_sgd"),
+    ({"solver": "sgd"}, "solver must be one of dp_cd, dp_cd_p, dp_gcd, dp_sgd"),
     ({"penalty": "l0"}, "unknown penalty 'l0'"),
     ({"alpha": -1.0}, "alpha must be a finite number >= 0"),
     ({"passes": 0}, "passes must be an integer >= 1"),
@@ -307,3 +313,44 @@ def test_sparse_input_is_densified(regression):
     sparse = DPCoordinateDescentRegressor(random_state=0).fit(sp.csr_matrix(Xs), y)
     np.testing.assert_array_equal(dense.coef_, sparse.coef_)
     np.testing.assert_allclose(sparse.predict(sp.csc_matrix(Xs)), dense.predict(Xs))
+
+
+# ------------------------------------------------------------------ DP-GCD
+@pytest.mark.parametrize("rule", ["gs_r", "gs_s", "gs_q"])
+def test_dp_gcd_regressor_matches_lasso(regression, rule):
+    X, y = regression
+    model = DPCoordinateDescentRegressor(solver="dp_gcd", rule=rule, epsilon=BIG_EPS,
+                                         accountant="rdp", alpha=0.1, passes=200,
+                                         clip=100.0, random_state=0).fit(X, y)
+    lasso = Lasso(alpha=0.05, fit_intercept=False, tol=1e-12).fit(X, y)
+    np.testing.assert_allclose(model.coef_, lasso.coef_, atol=5e-3)
+    assert rule in model.privacy_ledger_.mechanisms[0].note
+    assert model.n_updates_ == 200
+
+
+def test_dp_gcd_sparse_input_stays_sparse(classification, monkeypatch):
+    X, y = classification
+    Xs = X.copy()
+    Xs[np.abs(Xs) < 1.0] = 0.0
+    kw = dict(solver="dp_gcd", penalty="l1", alpha=0.01, passes=20, fit_intercept=True,
+              random_state=0)
+    dense = DPCoordinateDescentClassifier(**kw).fit(Xs, y)
+    seen = []
+    mod = importlib.import_module("dpcd.solvers.dp_gcd")  # the module, not the function
+    real = mod.as_design
+    monkeypatch.setattr(mod, "as_design", lambda X: seen.append(sp.issparse(X)) or real(X))
+    sparse = DPCoordinateDescentClassifier(**kw).fit(sp.csr_matrix(Xs), y)
+    assert seen == [True]
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(sparse.intercept_, dense.intercept_, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"rule": "gs_x"}, "rule must be one of"),
+    ({"penalty": "elastic_net"}, "supports penalty"),
+    ({"rule": "smooth", "penalty": "l1"}, "needs penalty"),
+])
+def test_dp_gcd_bad_parameters(regression, params, match):
+    X, y = regression
+    with pytest.raises(ValueError, match=match):
+        DPCoordinateDescentRegressor(solver="dp_gcd", **params).fit(X, y)

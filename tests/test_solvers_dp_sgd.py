@@ -128,7 +128,8 @@ def test_dp_sgd_bad_batch_size():
 def test_warmup_runs():
     from dpcd.solvers import warmup
 
-    assert set(warmup()) == {"dp_cd", "dp_sgd", "reference_solve"}
+    # each solver module adds its kernels; these are the ones DP-SGD relies on
+    assert {"dp_cd", "dp_sgd", "reference_solve"} <= set(warmup())
 
 
 @pytest.mark.parametrize("passes", [0.01, 1.5, 3.0])

@@ -1,4 +1,4 @@
-"""scikit-learn compatible estimators over the DP-CD and DP-SGD solvers.
+"""scikit-learn compatible estimators over the DP-CD, DP-GCD and DP-SGD solvers.
 
 Thin facades in the skglm manner: an estimator validates its input, builds a
 datafit + penalty pair (:func:`dpcd.problems.make_problem`) and hands it, with
@@ -18,6 +18,7 @@ Privacy notes (see DESIGN.md, "Privacy conventions")
   M_j set the steps and clipping thresholds), ``smoothness_bounds_from_data``
   (dp_cd_p with ``smoothness_bound=None``: the paper's crude bound
   ``2 max_i |x_ij|``), ``global_smoothness`` (dp_sgd: the step ``step / beta``)
+  (dp_gcd, like dp_cd, records ``exact_smoothness``)
   and ``label_set`` (classifier: ``classes_`` is read off ``y``).
 * ``fit_intercept=True`` appends a constant feature equal to 1 and fits its
   coefficient like any other: its smoothness constant is known without
@@ -37,6 +38,7 @@ scikit-learn's ``check_estimator``
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -47,7 +49,8 @@ from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.sweep.adapters import Budget, get_adapter
 from dpcd.sweep.problem import SweepProblem
 
-SOLVERS = ("dp_cd", "dp_cd_p", "dp_sgd")
+SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd")
+RULES = ("gs_r", "gs_s", "gs_q", "smooth")
 ACCOUNTANTS = ("auto", "rdp", "pld", "paper")
 
 # Checks of sklearn.utils.estimator_checks that cannot apply, by estimator
@@ -125,13 +128,25 @@ class _BaseDPLinear(BaseEstimator):
         datafit, penalty = make_problem(self._loss, self.penalty, self.alpha,
                                         self.l1_ratio)
         config = {"step": step, "clip": clip, "passes": passes}
+        if solver == "dp_gcd":
+            config["rule"] = check_choice(self.rule, "rule", RULES)
+            if self.penalty not in ("l1", "l2", "none"):
+                raise ValueError("solver='dp_gcd' supports penalty 'l1', 'l2' or 'none', "
+                                 f"got {self.penalty!r}")
+            if self.rule == "smooth" and self.penalty == "l1":
+                raise ValueError("rule='smooth' (Algorithm 1) needs penalty 'l2' or "
+                                 "'none'; use 'gs_r', 'gs_s' or 'gs_q' with 'l1'")
         if solver == "dp_sgd":
             config["batch_size"] = _check_positive_int(self.batch_size, "batch_size")
             if config["batch_size"] > n_samples:
                 raise ValueError(f"batch_size must be <= n_samples = {n_samples}, "
                                  f"got {self.batch_size!r}")
 
-        smoothness = datafit.coordinate_smoothness(X)
+        if sp.issparse(X):  # dp_gcd only: M_j = c * ||X_j||^2 / n without densifying
+            per_entry = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
+            smoothness = per_entry * np.asarray(X.multiply(X).sum(axis=0)).ravel() / n_samples
+        else:
+            smoothness = datafit.coordinate_smoothness(X)
         zero = np.flatnonzero(smoothness <= 0)
         if zero.size:
             raise ValueError(
@@ -140,7 +155,9 @@ class _BaseDPLinear(BaseEstimator):
             )
         if self.fit_intercept:
             # constant feature 1: M_j = per-sample constant, known without the data
-            X = np.hstack([X, np.ones((n_samples, 1))])
+            ones = np.ones((n_samples, 1))
+            X = (sp.hstack([X, sp.csc_matrix(ones)], format="csc") if sp.issparse(X)
+                 else np.hstack([X, ones]))
             smoothness = np.append(smoothness, datafit.per_sample_smoothness(
                 np.ones((1, 1)))[0, 0])
 
@@ -158,7 +175,8 @@ class _BaseDPLinear(BaseEstimator):
             X=X, y=y, datafit=datafit, penalty=penalty, smoothness=smoothness,
             global_smoothness=(datafit.global_smoothness(X) if solver == "dp_sgd"
                                else np.nan),
-            max_abs=np.abs(X).max(axis=0),
+            max_abs=(abs(X).max(axis=0).toarray().ravel() if sp.issparse(X)
+                     else np.abs(X).max(axis=0)),
         )
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = get_adapter(solver)(
@@ -192,8 +210,9 @@ class _BaseDPLinear(BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc", "coo"),
                              dtype=np.float64, ensure_min_samples=2,
                              y_numeric=self._loss == "squares")
-        if hasattr(X, "toarray"):
-            X = X.toarray()  # the kernels walk dense arrays
+        if sp.issparse(X):
+            # DP-GCD walks CSC; the other kernels walk dense arrays
+            X = X.tocsc() if self.solver == "dp_gcd" else X.toarray()
         return X, y
 
     def _decision(self, X):
@@ -212,9 +231,10 @@ class _BaseDPLinear(BaseEstimator):
 _PARAMETERS_DOC = """
     Parameters
     ----------
-    solver : {"dp_cd", "dp_cd_p", "dp_sgd"}, default="dp_cd"
+    solver : {"dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd"}, default="dp_cd"
         DP-CD with exact smoothness constants (Algorithm 1 of [1]_), DP-CD
-        with privately estimated ones (Section 5.2, Appendix F), or proximal
+        with privately estimated ones (Section 5.2, Appendix F), DP-GCD
+        (private greedy CD, [2]_; sparse X is kept sparse) or proximal
         DP-SGD with Poisson-sampled batches (the paper's baseline).
     epsilon : float, default=1.0
         Target ε > 0 of the whole fit (smoothness estimation included).
@@ -222,7 +242,7 @@ _PARAMETERS_DOC = """
         Target δ in (0, 1); None means ``1 / n_samples ** 2``.
     passes : int, default=10
         Passes over the coordinates (DP-CD: ``passes * n_features`` updates)
-        or over the data (DP-SGD).
+        or over the data (DP-SGD; DP-GCD: ``passes`` greedy iterations).
     step : float, default=1.0
         γ: coordinate steps ``γ / M_j`` (DP-CD) or step ``γ / β`` (DP-SGD).
     clip : float, default=1.0
@@ -247,6 +267,11 @@ _PARAMETERS_DOC = """
         input.
     batch_size : int, default=1
         dp_sgd: expected batch size of the Poisson sampling.
+    rule : {"gs_r", "gs_s", "gs_q", "smooth"}, default="gs_r"
+        dp_gcd: greedy rule, the proximal GS-r / GS-s / GS-q of [2]_
+        Appendix C (GS-r in the paper's experiments) or Algorithm 1 of [2]_
+        (``"smooth"``, L2 folded into the smooth part).  Penalties: l1, l2
+        or none.
     accountant : {"auto", "rdp", "pld", "paper"}, default="auto"
         Accountant of the calibration (see :mod:`dpcd.privacy`).
     random_state : int, RandomState instance or None, default=None
@@ -275,6 +300,9 @@ _ATTRIBUTES_DOC = """
     .. [1] P. Mangold, A. Bellet, J. Salmon, M. Tommasi. "Differentially
        Private Coordinate Descent for Composite Empirical Risk Minimization",
        ICML 2022. https://arxiv.org/abs/2110.11688
+    .. [2] P. Mangold, A. Bellet, J. Salmon, M. Tommasi. "High-Dimensional
+       Private Empirical Risk Minimization by Greedy Coordinate Descent",
+       AISTATS 2023. https://arxiv.org/abs/2207.01560
 """
 
 
@@ -303,7 +331,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
     def __init__(self, solver="dp_cd", epsilon=1.0, delta=None, passes=10, step=1.0,
                  clip=1.0, penalty="l1", alpha=0.1, l1_ratio=0.5, fit_intercept=False,
                  smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
-                 accountant="auto", random_state=None):
+                 rule="gs_r", accountant="auto", random_state=None):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -317,6 +345,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         self.smoothness_fraction = smoothness_fraction
         self.smoothness_bound = smoothness_bound
         self.batch_size = batch_size
+        self.rule = rule
         self.accountant = accountant
         self.random_state = random_state
 
@@ -326,7 +355,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         Parameters
         ----------
         X : array-like or sparse matrix, shape (n_samples, n_features)
-            Training data (sparse input is densified).
+            Training data (sparse input is densified, except for dp_gcd).
         y : array-like, shape (n_samples,)
             Targets.
 
@@ -383,7 +412,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
     def __init__(self, solver="dp_cd", epsilon=1.0, delta=None, passes=10, step=1.0,
                  clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5, fit_intercept=False,
                  smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
-                 accountant="auto", random_state=None):
+                 rule="gs_r", accountant="auto", random_state=None):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -397,6 +426,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         self.smoothness_fraction = smoothness_fraction
         self.smoothness_bound = smoothness_bound
         self.batch_size = batch_size
+        self.rule = rule
         self.accountant = accountant
         self.random_state = random_state
 
@@ -406,7 +436,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         Parameters
         ----------
         X : array-like or sparse matrix, shape (n_samples, n_features)
-            Training data (sparse input is densified).
+            Training data (sparse input is densified, except for dp_gcd).
         y : array-like, shape (n_samples,)
             Labels of exactly two classes (any type sklearn accepts).
 
@@ -493,4 +523,4 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
 
 
 __all__ = ["DPCoordinateDescentClassifier", "DPCoordinateDescentRegressor",
-           "EXPECTED_FAILED_CHECKS", "SOLVERS"]
+           "EXPECTED_FAILED_CHECKS", "RULES", "SOLVERS"]

@@ -18,6 +18,37 @@ hence scale λ′_j = 2·√M_j·s/ε′ is ε′-DP.  With uniform weights
 ``mode="correct"`` (default); ``mode="paper"`` keeps λ′_j = Δ_j/ε′ of
 Theorem 4.2 for reproduction only.
 
+Proximal rules (Appendix C; ``rule``, ``penalty``).  With v_j = ∇_j f + χ_j
+the rules score h_j(v_j).  The argument above holds for every score that is
+V-shaped in v_j with slopes ±κ_j (no plateau): j wins iff χ_j lies outside an
+interval whose ends move by at most Δ_j + s/κ_j ≤ 2s/κ_j, s = max_k κ_k·Δ_k,
+so λ′_j = 2·s/(κ_j·ε′).  That covers
+
+* ``"smooth"`` (Algorithm 1; an L2 term folded into f): κ_j = 1/√(M_j + α);
+* ``"gs_s"`` with no, L2 or L1 penalty: κ_j = 1/√M_j (for L1 at w_j = 0 the
+  rule's score max(|v| − α, 0)/√M_j has a flat bottom; the solver breaks the
+  resulting ties by (|v| − α)/√M_j, which is V-shaped and always returns one
+  of the rule's maximisers);
+* ``"gs_r"`` with no or L2 penalty: √M_j·|v + α w_j|/(M_j + α), κ_j = √M_j/(M_j + α);
+* ``"gs_q"`` with no or L2 penalty: the rule's argmax is that of
+  √(2·decrease) = |v + α w_j|/√(M_j + α), κ_j = 1/√(M_j + α).
+
+Not covered: ``"gs_r"`` and ``"gs_q"`` with the L1 penalty at w_j ≠ 0.
+GS-r's score √M_j·|prox(w_j − v/M_j) − w_j| is flat (= √M_j|w_j|) for every v
+that sends w_j to 0, a window of width 2α; a score with such an atom beats
+the others with probability ∏_k P[h_k < √M_j|w_j|], each factor moving by
+e^{Δ_k/λ′_k} on a neighbour, so the loss grows with p
+(:func:`plateau_counterexample_log_ratio`).  GS-q's score has slope down to
+√(|w_j|/4α) there, so no scale independent of w works.  For these two rules
+the correct mode therefore adds the noise to the *score*:
+``argmax_j h_j(∇_j f) + χ_j``, h_j being 1/√M_j-Lipschitz in ∇_j f
+(the prox is non-expansive; GS-q's √(2·decrease) has slopes ≤ 1/√M_j), so
+each score has sensitivity s = max_k Δ_k/√M_k and the textbook non-monotone
+report-noisy-max scale 2s/ε′ is ε′-DP.  ``extra["selection_noise"]`` says
+where the solver must add the noise: ``"gradient"`` (inside the rule, as the
+paper writes it) or ``"score"``.  ``mode="paper"`` always uses the paper's
+placement and scale Δ_j/ε′.
+
 Composition of the 2T pure ε′-DP steps (``composition``):
 
 ``"advanced"``
@@ -62,6 +93,8 @@ from dpcd.privacy.validation import (
 )
 
 MODES = ("correct", "paper")
+RULES = ("smooth", "gs_s", "gs_r", "gs_q")
+PENALTIES = ("none", "l1", "l2")
 COMPOSITIONS = ("advanced", "zcdp", "rdp", "pld")
 
 
@@ -87,6 +120,8 @@ def _rdp_event(eps_step, steps, composition):
 def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str) -> float:
     """ε at ``delta`` of T DP-GCD iterations whose two releases are ε′-DP each."""
     check_choice(composition, "composition", COMPOSITIONS)
+    if eps_step > 700.0:  # e^{eps_step} overflows; no calibration needs this much
+        return math.inf
     if composition == "advanced":
         return _advanced_epsilon(eps_step, steps, delta)
     if composition in ("rdp", "zcdp"):
@@ -130,8 +165,31 @@ def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str):
     return eps_step, gcd_epsilon(eps_step, steps, delta, composition)
 
 
+def selection_weights(rule, penalty, alpha, smoothness):
+    """1/κ_j of the V-shaped scores of ``rule`` (see module docstring), or None.
+
+    None means the rule's score is not V-shaped in the noisy gradient (GS-r
+    and GS-q with L1) and the selection noise goes on the score.
+    """
+    check_choice(rule, "rule", RULES)
+    check_choice(penalty, "penalty", PENALTIES)
+    M = np.asarray(smoothness, dtype=np.float64)
+    if penalty == "l1":
+        if rule == "smooth":
+            raise ValueError("rule 'smooth' (Algorithm 1) needs a smooth penalty "
+                             "('none' or 'l2'); use a proximal rule with 'l1'")
+        return np.sqrt(M) if rule == "gs_s" else None
+    a = float(alpha) if penalty == "l2" else 0.0
+    if rule == "gs_s":
+        return np.sqrt(M)
+    if rule == "gs_r":
+        return (M + a) / np.sqrt(M)
+    return np.sqrt(M + a)  # smooth, gs_q
+
+
 def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
-                     composition="auto", smoothness=None, accountant=None) -> Calibration:
+                     composition="auto", smoothness=None, accountant=None,
+                     rule="gs_r", penalty="none", alpha=0.0) -> Calibration:
     """Calibrate DP-GCD: Laplace scales for the noisy-max scores and the gradient entry.
 
     Parameters
@@ -153,6 +211,13 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
     accountant : {"auto", "rdp", "pld", "paper"}, optional
         Alias used by ``dpcd budget``: ``"paper"`` means mode="paper" with
         advanced composition; the others set ``composition``.
+    rule : {"smooth", "gs_s", "gs_r", "gs_q"}, default="gs_r"
+        Selection rule of the solver (Algorithm 1 or Appendix C); sets the
+        score weights κ_j or, for GS-r/GS-q with L1, the noise placement.
+        With ``penalty="none"`` every rule gives the scale above.
+    penalty : {"none", "l1", "l2"}, default="none"
+    alpha : float, default=0.0
+        Penalty strength (enters κ_j for L2).
 
     Returns
     -------
@@ -160,7 +225,9 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
         ``noise_multiplier = 1/ε′``; ``noise_scales`` the gradient Laplace
         scales λ_j; ``extra["selection_scales"]`` the λ′_j,
         ``extra["epsilon_per_step"]`` ε′ and
-        ``extra["epsilon_per_step_by_composition"]``.
+        ``extra["epsilon_per_step_by_composition"]``,
+        ``extra["selection_noise"]`` (``"gradient"`` or ``"score"``) and
+        ``extra["rule"]``.
     """
     n, epsilon, delta = check_n(n), check_epsilon(epsilon), check_delta(delta)
     p = check_positive_int(p, "p")
@@ -174,8 +241,8 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
     check_choice(mode, "mode", MODES)
     check_choice(composition, "composition", ("auto",) + COMPOSITIONS)
     clip = check_clip(clip, p)
-    weights = np.sqrt(check_clip(1.0 if smoothness is None else smoothness, p,
-                                 name="smoothness"))
+    M = check_clip(1.0 if smoothness is None else smoothness, p, name="smoothness")
+    weights = selection_weights(rule, penalty, alpha, M)
 
     kinds = COMPOSITIONS if composition == "auto" else (composition,)
     by_comp = {k: tuple(cache.cached(
@@ -187,17 +254,27 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
 
     sens = 2.0 * clip / n
     grad_scales = sens / eps_step
-    if mode == "correct":
+    placement = "gradient"
+    if mode == "correct" and weights is None:
+        placement = "score"
+        score_sens = float(np.max(sens / np.sqrt(M)))
+        select_scales = np.full(p, 2.0 * score_sens / eps_step)
+        select_mult = 2.0 / eps_step
+        select_note = (f"rule={rule}, penalty={penalty}: noise added to the score "
+                       "h_j(grad_j f), 1/sqrt(M_j)-Lipschitz; scale "
+                       "2*max_k(Delta_k/sqrt(M_k))/eps_step (non-monotone noisy max)")
+    elif mode == "correct":
         score_sens = float(np.max(sens / weights))
         select_scales = 2.0 * weights * score_sens / eps_step
         select_mult = 2.0 / eps_step
-        select_note = ("scale 2*sqrt(M_j)*max_k(Delta_k/sqrt(M_k))/eps_step: "
-                       "eps_step-DP for the non-monotone scores |g_j + noise|/sqrt(M_j)")
+        select_note = (f"rule={rule}, penalty={penalty}: scale "
+                       "2*w_j*max_k(Delta_k/w_k)/eps_step, w_j = 1/kappa_j: eps_step-DP "
+                       "for the non-monotone V-shaped scores kappa_j|g_j + noise + b_j|")
     else:
         select_scales = sens / eps_step
         select_mult = 1.0 / eps_step
-        select_note = ("paper (Theorem 4.2) scale Delta_j/eps_step: eps_step-DP only for "
-                       "monotone scores; kept for reproduction")
+        select_note = (f"rule={rule}: paper (Theorem 4.2) scale Delta_j/eps_step: "
+                       "eps_step-DP only for monotone scores; kept for reproduction")
     mechs = [
         Mechanism(name="noisy_max_selection", kind="report_noisy_max",
                   sensitivity=sens.tolist(), sensitivity_norm="l1",
@@ -217,7 +294,8 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
                     epsilon_achieved=achieved, delta=delta, mechanisms=mechs, budget=[line])
     extra = {"selection_scales": select_scales, "epsilon_per_step": eps_step,
              "epsilon_per_step_by_composition": {k: v[0] for k, v in by_comp.items()},
-             "mode": mode, "composition": used}
+             "mode": mode, "composition": used, "selection_noise": placement,
+             "rule": rule}
     return Calibration(noise_multiplier=1.0 / eps_step, noise_scales=grad_scales,
                        ledger=ledger, epsilon_achieved=achieved, steps=steps, extra=extra)
 
@@ -249,3 +327,24 @@ def noisy_max_win_probability(g1: float, g2: float, scale1: float, scale2: float
     pts = [lo] + breaks + [hi]
     return float(sum(integrate.quad(integrand, a, b, limit=200, epsabs=1e-14, epsrel=1e-12)[0]
                      for a, b in zip(pts[:-1], pts[1:]) if b > a))
+
+
+def plateau_counterexample_log_ratio(p, eps_step):
+    """log P[j wins]/P′[j wins] for GS-r + L1 with the noise inside the score.
+
+    Coordinate 0 has w_0 = 1 and its noisy gradient surely in the window that
+    sends w_0 to 0, so its GS-r score is the constant c = √M·|w_0| (M = 1).
+    The p − 1 others sit at w_k = 0 with gradient g_k far beyond α + c, so
+    P[h_k < c] = P[|g_k + χ_k| < α + c] is a Laplace tail that a neighbour
+    moving g_k by Δ (= 1) shifts by e^{Δ/λ′}.  With the V-shape scale
+    λ′ = 2Δ/ε′ (which the correct mode would use for |·| scores), the log
+    ratio of P[0 wins] = ∏_k P[h_k < c] is (p − 1)·ε′/2: unbounded in p.
+    """
+    lam, c, alpha = 2.0 / eps_step, 1.0, 10.0
+
+    def below(g):  # P[|g + χ| < alpha + c], χ ~ Lap(lam), g > alpha + c
+        r = alpha + c
+        return 0.5 * (math.exp(-(g - r) / lam) - math.exp(-(g + r) / lam))
+
+    g, g_neighbour = 50.0, 51.0
+    return (p - 1) * (math.log(below(g)) - math.log(below(g_neighbour)))

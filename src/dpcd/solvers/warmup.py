@@ -15,7 +15,10 @@ def warmup():
         The solvers that were run.
     """
     from dpcd.problems import make_problem
+    import scipy.sparse as sp
+
     from dpcd.solvers.dp_cd import dp_cd
+    from dpcd.solvers.dp_gcd import dp_gcd
     from dpcd.solvers.dp_sgd import dp_sgd
     from dpcd.solvers.reference import reference_solve
 
@@ -33,4 +36,7 @@ def warmup():
         dp_sgd(X, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
                passes=1, seed=0)
         reference_solve(X, y, datafit, penalty, max_iter=10)
-    return ["dp_cd", "dp_sgd", "reference_solve"]
+        for design in (X, sp.csc_matrix(X)):  # dense and sparse CSC kernels
+            dp_gcd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
+                   selection_scales=0.1, noise_scales=0.1, iterations=2, seed=0)
+    return ["dp_cd", "dp_gcd", "dp_sgd", "reference_solve"]
