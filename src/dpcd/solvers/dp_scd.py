@@ -273,8 +273,13 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 xij = X[i, j]
                 dot += xij * v[j]
                 nrm += xij * xij
-            z = _dual_zeta(code, y[i], alpha[i], dot / lam_n, sigma_p * nrm / lam_n)
-            z = _scale(z, clip)
+            if nrm > 0.0:
+                z = _scale(_dual_zeta(code, y[i], alpha[i], dot / lam_n,
+                                      sigma_p * nrm / lam_n), clip)
+            else:
+                # a zero record moves no v, hence no θ: it is the paper's
+                # "removed" record (Lemma 1's proof takes its update as 0)
+                z = 0.0
             zeta[k] = z
             if sequential:
                 # Algorithm 3, Steps 8-9: the next update sees this one
@@ -544,6 +549,60 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
                   "variant": variant, "sampling": sampling})
     return SolverResult(w=w, objective=obj, n_updates=n_iter, time=elapsed, extra=extra,
                         checkpoints=checkpoints)
+
+
+def dual_objective(X, y, alpha, datafit, penalty):
+    """Dual objective ``D(α)`` in dpcd's units (``P(θ) ≥ D(α)``, equal at the optimum).
+
+    ``D(α) = −(1/N) Σ_i l_i^*(−α_i) − ‖Xᵀα‖² / (2λN²)`` (the negative of the
+    paper's Equation 3) with the paper's λ and losses, times 2 for squares
+    (dpcd's objective is twice the paper's, see the module docstring).
+    ``−inf`` when some ``α_i y_i`` leaves [0, 1] (logistic, hinge).
+
+    Parameters
+    ----------
+    X : array, shape (n_samples, n_features)
+    y : array, shape (n_samples,)
+    alpha : array, shape (n_samples,)
+        Dual variables (``result.extra["alpha"]``).
+    datafit : Squares, Logistic or Hinge
+    penalty : L2
+
+    Returns
+    -------
+    value : float
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    code = datafit.code
+    lam = 0.5 * penalty.alpha if code == SQUARES else penalty.alpha
+    u = X.T @ alpha
+    quad = float(u @ u) / (2.0 * lam * n * n)
+    if code == SQUARES:
+        # l = ½(z − y)²: l*(−a) = −a y + a²/2
+        conj = np.mean(-alpha * y + 0.5 * alpha ** 2)
+        return 2.0 * (-conj - quad)
+    s = alpha * y
+    if np.any((s < 0) | (s > 1)):
+        return -np.inf
+    if code == HINGE:
+        conj = np.mean(-s)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ent = np.where(s > 0, s * np.log(s), 0.0) + \
+                np.where(s < 1, (1 - s) * np.log1p(-s), 0.0)
+        conj = np.mean(ent)
+    return -conj - quad
+
+
+def duality_gap_scd(X, y, alpha, datafit, penalty):
+    """Duality gap ``P(θ(α)) − D(α)`` with ``θ(α) = Xᵀα/(λN)`` (Equation 4), dpcd's units."""
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    lam = 0.5 * penalty.alpha if datafit.code == SQUARES else penalty.alpha
+    theta = X.T @ alpha / (lam * n)
+    primal = datafit.value(X, y, theta) + penalty.value(theta)
+    return primal - dual_objective(X, y, alpha, datafit, penalty)
 
 
 def scd(X, y, datafit, penalty, *, passes, seed, check_input=True):
