@@ -65,9 +65,12 @@ import math
 import time
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-from dpcd.problems._jit import HINGE, L2, LOGISTIC, SQUARES
+from dpcd.problems._jit import FAST, HINGE, L2, LOGISTIC, SQUARES
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
 VARIANTS = ("dual", "seq", "primal")
@@ -79,8 +82,33 @@ _NEWTON_MAX = 50
 _NEWTON_TOL = 1e-12
 
 
+# rows fetched ahead of use in a batch
+_AHEAD = 4
+
+
 # ------------------------------------------------------------------ helpers
-@njit(cache=True, error_model="numpy")
+@intrinsic
+def _prefetch(typingctx, arr, i, j):
+    """Hint the CPU to fetch the cache line of ``arr[i, j]`` (``llvm.prefetch``)."""
+    sig = types.void(arr, i, j)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], args[2]])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch")
+        # read, high temporal locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, fastmath=FAST, error_model="numpy")
 def _objective(X, y, theta, code, alpha_pen):
     """dpcd's objective ``(1/N) Σ l(x_iᵀθ) + (alpha/2)‖θ‖²``, row-wise pass over X."""
     n, p = X.shape
@@ -135,12 +163,11 @@ def _logistic_dual_root(s, ym, kappa):
             else:
                 lo = u
             step = h / (1.0 + kappa * sig * (1.0 - sig))
-            un = u - step
-            if not (lo < un < hi):
-                un = 0.5 * (lo + hi)
-            if abs(un - u) <= _NEWTON_TOL * (1.0 + abs(u)):
-                u = un
+            if abs(step) <= _NEWTON_TOL * (1.0 + abs(u)):
                 break
+            un = u - step
+            if not (lo <= un <= hi):
+                un = 0.5 * (lo + hi)
             u = un
     e = np.exp(-abs(u))
     return 1.0 / (1.0 + e) if u >= 0 else e / (1.0 + e)
@@ -186,10 +213,10 @@ def _scale(z, clip):
 
 
 # ------------------------------------------------------------------ dual / seq
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, fastmath=FAST, error_model="numpy")
 def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
-                 sampling, sequential, n_iter, rng_sample, rng_noise, idx, zeta, perm,
-                 batch_sizes, theta, checkpoints, obj):
+                 sampling, sequential, n_iter, rng_sample, rng_noise, idx, dv, perm,
+                 batch_sizes, row_norm2, theta, checkpoints, obj):
     """Run ``n_iter`` iterations of dual DP-SCD (Algorithm 1) or seqDP-SCD (Algorithm 3).
 
     Parameters
@@ -221,12 +248,14 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
     rng_sample, rng_noise : numpy.random.Generator
     idx : int array, shape (n,)
         Batch buffer.
-    zeta : array, shape (n,)
-        Updates of the batch.
+    dv : array, shape (p,)
+        Work buffer (zeros): Δv of the batch.
     perm : int array, shape (n,)
         Persistent permutation for sampling without replacement.
     batch_sizes : int array, shape (n_iter,)
         Output: size of each batch.
+    row_norm2 : array, shape (n,)
+        ``‖x_i‖²``.
     theta : array, shape (p,)
         Work buffer for the objective.
     checkpoints : int array
@@ -263,16 +292,19 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 idx[k] = perm[k]
             b = batch_size
         batch_sizes[t] = b
-        # ---- Steps 6-11
+        # ---- Steps 6-11, one read of each row: ζ_i from the dot with v, then
+        # the row's contribution to Δv (independent) or to v (sequential)
         sigma_p = 1.0 if sequential else float(max(b, 1))
         for k in range(b):
             i = idx[k]
+            if k + _AHEAD < b:
+                # rows of a batch are far apart in memory: fetch ahead
+                for j in range(0, p, 8):
+                    _prefetch(X, idx[k + _AHEAD], j)
             dot = 0.0
-            nrm = 0.0
             for j in range(p):
-                xij = X[i, j]
-                dot += xij * v[j]
-                nrm += xij * xij
+                dot += X[i, j] * v[j]
+            nrm = row_norm2[i]
             if nrm > 0.0:
                 z = _scale(_dual_zeta(code, y[i], alpha[i], dot / lam_n,
                                       sigma_p * nrm / lam_n), clip)
@@ -280,20 +312,20 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 # a zero record moves no v, hence no θ: it is the paper's
                 # "removed" record (Lemma 1's proof takes its update as 0)
                 z = 0.0
-            zeta[k] = z
+            # records of a batch are distinct: α_i is read by its own update only
+            alpha[i] += z
             if sequential:
                 # Algorithm 3, Steps 8-9: the next update sees this one
-                alpha[i] += z
                 for j in range(p):
                     v[j] += z * X[i, j]
+            else:
+                # Algorithm 1: every ζ is computed against the same v
+                for j in range(p):
+                    dv[j] += z * X[i, j]
         if not sequential:
-            # Steps 12-13 (noise-free part): every ζ was computed against the same v
-            for k in range(b):
-                i = idx[k]
-                z = zeta[k]
-                alpha[i] += z
-                for j in range(p):
-                    v[j] += z * X[i, j]
+            for j in range(p):
+                v[j] += dv[j]
+                dv[j] = 0.0
         if noise_scale > 0.0:
             # noise on α_B (L entries) then on v (p entries)
             for k in range(b):
@@ -308,7 +340,7 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
 
 
 # ------------------------------------------------------------------ primal
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, fastmath=FAST, error_model="numpy")
 def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
                    n_iter, rng_sample, rng_noise, perm, d, zeta, col_norm2, checkpoints,
                    obj):
@@ -532,16 +564,17 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         w = np.zeros(p)
         obj[0] = _objective(X, y, w, dcode, alpha_pen)
         idx = np.empty(n, dtype=np.int64)
-        zeta = np.empty(n)
+        dv = np.zeros(p)
         perm = np.arange(n, dtype=np.int64)
         batch_sizes = np.zeros(n_iter, dtype=np.int64)
+        row_norm2 = np.einsum("ij,ij->i", X, X)
         args = (X, y, alpha, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size,
                 SAMPLINGS[sampling], variant == "seq")
-        _dual_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), idx, zeta,
-                     perm, batch_sizes, w, ckpts[:0], obj)
+        _dual_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), idx, dv,
+                     perm, batch_sizes, row_norm2, w, ckpts[:0], obj)
         t0 = time.perf_counter()
-        _dual_kernel(*args, n_iter, rng_sample, rng_noise, idx, zeta, perm, batch_sizes, w,
-                     ckpts, obj)
+        _dual_kernel(*args, n_iter, rng_sample, rng_noise, idx, dv, perm, batch_sizes,
+                     row_norm2, w, ckpts, obj)
         elapsed = time.perf_counter() - t0
         w = v / (lam * n)
         extra = {"alpha": alpha, "v": v}
