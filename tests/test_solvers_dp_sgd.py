@@ -128,4 +128,4 @@ def test_dp_sgd_bad_batch_size():
 def test_warmup_runs():
     from dpcd.solvers import warmup
 
-    assert set(warmup()) == {"dp_cd", "dp_sgd", "reference_solve"}
+    assert set(warmup()) == {"dp_cd", "dp_sgd", "dp_scd", "reference_solve"}
