@@ -78,8 +78,12 @@ def test_noise_free_converges_to_sklearn(data, loss, variant, sampling, batch):
     np.testing.assert_allclose(res.extra["v"], X.T @ res.extra["alpha"], atol=1e-10)
     ref = _sklearn_solution(loss, X, y, LAM)
     if loss == "hinge":
-        # lam-strong convexity: ||w - w*||^2 <= 2 gap / lam (+ liblinear's own error)
-        assert np.linalg.norm(res.w - ref) <= math.sqrt(2 * max(gap, 0) / LAM) + 1e-5
+        # liblinear stops short on the hinge loss (ConvergenceWarning): by
+        # lam-strong convexity ||w - w*||^2 <= 2 (P(w) - D(alpha)) / lam for both
+        d = dual_objective(X, y, res.extra["alpha"], datafit, penalty)
+        gap_ref = objective(X, y, ref, datafit, penalty) - d
+        assert np.linalg.norm(res.w - ref) <= math.sqrt(2 * max(gap, 0) / LAM) \
+            + math.sqrt(2 * max(gap_ref, 0) / LAM) + 1e-9
     else:
         np.testing.assert_allclose(res.w, ref, atol=1e-7)
     f_ref = objective(X, y, ref, datafit, penalty)

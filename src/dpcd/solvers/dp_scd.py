@@ -78,7 +78,7 @@ SAMPLINGS = {"poisson": 0, "without_replacement": 1}
 # rows (dual) / columns (primal) may exceed norm 1 by rounding only
 _NORM_TOL = 1e-9
 # safeguarded Newton on the logistic dual subproblem
-_NEWTON_MAX = 50
+_NEWTON_MAX = 60
 _NEWTON_TOL = 1e-12
 
 
@@ -138,37 +138,43 @@ def _objective(X, y, theta, code, alpha_pen):
 def _logistic_dual_root(s, ym, kappa):
     """Root ``s'`` in (0, 1) of ``logit(s') + y m + κ (s' − s) = 0``.
 
-    Safeguarded Newton in ``u = logit(s')``: ``h(u) = u + c + κ σ(u)`` with
-    ``c = y m − κ s`` is increasing (``h' = 1 + κ σ(1 − σ) ≥ 1``) and changes
-    sign on ``[−c − κ, −c]``; a Newton step leaving the bracket is replaced by
-    bisection.  Warm start at ``logit(s)`` (the current dual value).
+    Safeguarded Newton (``rtsafe``) in ``u = logit(s')``: ``h(u) = u + c + κ σ(u)``
+    with ``c = y m − κ s`` is increasing (``h' = 1 + κ σ(1 − σ) ≥ 1``) and
+    changes sign on ``[−c − κ, −c]``; a Newton step that leaves the bracket or
+    does not halve the previous step is replaced by bisection (plain Newton
+    can cycle when κ is large).  Start at ``logit(s)`` with ``s`` kept in
+    [1e-4, 1 − 1e-4] (noisy dual variables often sit on the boundary).
     """
     c = ym - kappa * s
-    lo = -c - kappa
-    hi = -c
     if kappa == 0.0:
         u = -c
     else:
-        if 0.0 < s < 1.0:
-            u = np.log(s / (1.0 - s))
-            u = min(max(u, lo), hi)
-        else:
-            u = 0.5 * (lo + hi)
+        lo = -c - kappa
+        hi = -c
+        sc = min(max(s, 1e-4), 1.0 - 1e-4)
+        u = min(max(np.log(sc / (1.0 - sc)), lo), hi)
+        dxold = hi - lo
+        dx = dxold
         for _ in range(_NEWTON_MAX):
             e = np.exp(-abs(u))
             sig = 1.0 / (1.0 + e) if u >= 0 else e / (1.0 + e)
             h = u + c + kappa * sig
+            dh = 1.0 + kappa * sig * (1.0 - sig)
             if h > 0:
                 hi = u
             else:
                 lo = u
-            step = h / (1.0 + kappa * sig * (1.0 - sig))
-            if abs(step) <= _NEWTON_TOL * (1.0 + abs(u)):
+            un = u - h / dh
+            if abs(2.0 * h) > abs(dxold * dh) or not (lo <= un <= hi):
+                dxold = dx
+                dx = 0.5 * (hi - lo)
+                u = lo + dx
+            else:
+                dxold = dx
+                dx = h / dh
+                u = un
+            if abs(dx) <= _NEWTON_TOL * (1.0 + abs(u)):
                 break
-            un = u - step
-            if not (lo <= un <= hi):
-                un = 0.5 * (lo + hi)
-            u = un
     e = np.exp(-abs(u))
     return 1.0 / (1.0 + e) if u >= 0 else e / (1.0 + e)
 
