@@ -449,3 +449,22 @@ def test_dp_cd_refuses_hinge(data):
               noise_scales=0.0, passes=1, seed=0)
     with pytest.raises(ValueError, match="not smooth"):
         datafit.coordinate_smoothness(X)
+
+
+def test_hinge_datafit():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 3))
+    y = np.sign(rng.standard_normal(40))
+    w = rng.standard_normal(3)
+    hinge = make_problem("hinge", "l2", LAM)[0]
+    z = X @ w
+    assert hinge.value(X, y, w) == pytest.approx(np.mean(np.maximum(0, 1 - y * z)))
+    # the subgradient is -y where the margin is below 1
+    np.testing.assert_array_equal(hinge.raw_grad(y, z), np.where(y * z < 1, -y, 0.0))
+    # Fenchel-Young >= 0 for feasible duals, 0 at a = l'(z), +inf outside [0, 1]
+    for s in (rng.uniform(0, 1, 40), np.where(y * z < 1, 1.0, 0.0)):
+        assert hinge.fenchel_young(y, z, -y * s) >= -1e-12
+    assert hinge.fenchel_young(y, z, hinge.raw_grad(y, z)) == pytest.approx(0, abs=1e-12)
+    assert hinge.fenchel_young(y, z, -y * 1.5) == np.inf
+    with pytest.raises(ValueError, match="not twice differentiable"):
+        hinge.raw_hessian(y, z)

@@ -50,6 +50,15 @@ the batch actually drawn (the safe aggregation parameter of Ma et al. 2015:
 with a Poisson batch larger than L, the expected L would not be safe); the
 batch size is independent of the data, so this costs no privacy.
 
+Caveat (not resolved here, reported to the lead): Algorithm 1 adds noise to
+``α_j`` for ``j ∈ B`` only, so a released intermediate ``α`` shows which
+records were sampled; the paper's threat model releases [α; v] at every
+iteration, and with the batch visible the Poisson amplification the
+calibration uses does not apply to that release (the privacy loss of a
+sampled record is the unamplified Gaussian one, with probability q).  The
+final θ is a function of ``v`` only; the kernels implement Algorithm 1 as
+printed, and the ledger records the paper's accounting.
+
 Randomness is drawn inside the kernels from two numpy Generators (sampling,
 noise) spawned from the run's seed; same seed, same result bit for bit.
 
