@@ -39,7 +39,7 @@ def test_make_problem_types(loss, penalty):
     assert pen.params.dtype == np.float64 and pen.params.shape == (2,)
 
 
-@pytest.mark.parametrize("args, bad", [(("hinge", "l1", 1.0), "hinge"),
+@pytest.mark.parametrize("args, bad", [(("huber", "l1", 1.0), "huber"),
                                        (("squares", "l0", 1.0), "l0")])
 def test_make_problem_bad_name(args, bad):
     with pytest.raises(ValueError, match=bad):

@@ -27,6 +27,19 @@ Privacy notes (see DESIGN.md, "Privacy conventions")
   penalised like the other coefficients.
 * ``history_`` (objective per pass) is a diagnostic computed on the training
   data *without noise*; it is not covered by the guarantee.
+* DP-SCD solvers (``dp_scd``, ``seq_dp_scd``, ``primal_dp_scd``) need records
+  of ℓ2 norm at most 1 (their sensitivities, Lemmas 1, 4, 5, assume it).  With
+  ``normalize_rows=True`` (default) each row — intercept column included — is
+  divided by its own norm (for ``primal_dp_scd`` by ``norm · sqrt(n_samples)``,
+  so that every column has norm <= 1 as Lemma 4 needs; ``n_samples`` is
+  public).  This is a per-record transformation: it reads no other record,
+  so it costs no privacy; ``predict`` applies the same map to new rows, so
+  the model is ``f(x) = wᵀx / ‖x‖`` with the penalty ``(alpha/2)‖w‖²`` for
+  all three solvers (primal fits ``w·sqrt(n)`` with ``alpha/n``).  With
+  ``normalize_rows=False`` rows (or, primal, columns) of norm > 1 are refused.
+  The penalty must be ``"l2"`` (the paper's (λ/2)‖θ‖²); ``step`` is unused.
+  For squares, dpcd's objective is ``(1/n)‖Xw − y‖²`` — twice the paper's
+  ½-loss — so the paper's ridge with λ is ``alpha = 2λ`` here.
 
 scikit-learn's ``check_estimator``
 ----------------------------------
@@ -40,6 +53,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -49,8 +63,10 @@ from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.sweep.adapters import Budget, get_adapter
 from dpcd.sweep.problem import SweepProblem
 
-SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd")
+SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd", "seq_dp_scd", "primal_dp_scd")
 RULES = ("gs_r", "gs_s", "gs_q", "smooth")
+# DP-SCD (Damaskinos et al. 2021): dual, sequential and primal variants
+SCD_SOLVERS = ("dp_scd", "seq_dp_scd", "primal_dp_scd")
 ACCOUNTANTS = ("auto", "rdp", "pld", "paper")
 
 # Checks of sklearn.utils.estimator_checks that cannot apply, by estimator
@@ -119,6 +135,11 @@ class _BaseDPLinear(BaseEstimator):
         """
         n_samples, n_features = X.shape
         solver = check_choice(self.solver, "solver", SOLVERS)
+        if solver in SCD_SOLVERS:
+            return self._fit_scd(X, y, solver)
+        if self._loss == "hinge":
+            raise ValueError(f"loss='hinge' is not smooth: solver must be one of "
+                             f"{SCD_SOLVERS[:2]}, got {solver!r}")
         epsilon = check_epsilon(self.epsilon)
         delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
         passes = _check_positive_int(self.passes, "passes")
@@ -188,6 +209,60 @@ class _BaseDPLinear(BaseEstimator):
         self.n_updates_ = int(result.n_updates)
         return result.w
 
+    def _fit_scd(self, X, y, solver):
+        """Fit with a DP-SCD solver on rows scaled to norm <= 1 (see the notes)."""
+        n_samples, n_features = X.shape
+        epsilon = check_epsilon(self.epsilon)
+        delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
+        passes = _check_positive_int(self.passes, "passes")
+        clip = _check_positive(self.clip, "clip")
+        accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        if self.penalty != "l2":
+            raise ValueError(f"penalty must be 'l2' for {solver} (the paper's "
+                             f"(lambda/2)||w||^2), got {self.penalty!r}")
+        if not isinstance(self.normalize_rows, (bool, np.bool_)):
+            raise ValueError(f"normalize_rows must be True or False, got "
+                             f"{self.normalize_rows!r}")
+        if not (isinstance(self.alpha, numbers.Real) and self.alpha > 0):
+            raise ValueError(f"alpha must be > 0 for {solver}, got {self.alpha!r}")
+        primal = solver == "primal_dp_scd"
+        self.row_scale_ = 1.0 / np.sqrt(n_samples) if primal else 1.0
+        # primal fits theta' = w / row_scale_ on rows of norm row_scale_: the
+        # penalty (alpha/2)||w||^2 is (alpha row_scale_^2 / 2)||theta'||^2
+        datafit, penalty = make_problem(self._loss, "l2",
+                                        float(self.alpha) * self.row_scale_ ** 2)
+        size = n_features + bool(self.fit_intercept) if primal else n_samples
+        batch_size = _check_positive_int(self.batch_size, "batch_size")
+        if batch_size > size:
+            raise ValueError(f"batch_size must be <= {'n_features' if primal else 'n_samples'}"
+                             f" = {size} for {solver}, got {self.batch_size!r}")
+        if self.fit_intercept:
+            X = np.hstack([X, np.ones((n_samples, 1))])
+        if self.normalize_rows:
+            X = self._normalise(X)
+        config = {"clip": clip, "passes": passes, "batch_size": batch_size}
+        problem = SweepProblem(
+            X=X, y=y, datafit=datafit, penalty=penalty,
+            smoothness=np.full(X.shape[1], np.nan), global_smoothness=np.nan,
+            max_abs=np.abs(X).max(axis=0),
+        )
+        seq = np.random.SeedSequence(_seed_of(self.random_state))
+        seed = [int(s) for s in seq.spawn(1)[0].generate_state(4)]
+        result, ledger = get_adapter(solver)(
+            problem, config, seed, Budget(epsilon, delta, accountant), None
+        )
+        self.privacy_ledger_ = ledger
+        self.history_ = np.asarray(result.objective)
+        self.n_iter_ = passes
+        self.n_updates_ = int(result.n_updates)
+        return result.w * self.row_scale_
+
+    def _normalise(self, X):
+        """Rows scaled to norm ``row_scale_`` (zero rows stay zero)."""
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        norms[norms == 0] = 1.0
+        return X * (self.row_scale_ / norms)[:, None]
+
     def _private_smoothness(self, X, datafit, epsilon, rng):
         """Release the M_j privately with ``smoothness_fraction * epsilon`` (App. F)."""
         eps_smooth, _ = privacy.split_smoothness_budget(epsilon,
@@ -220,7 +295,15 @@ class _BaseDPLinear(BaseEstimator):
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"),
                           dtype=np.float64, reset=False)
         scores = np.asarray(X @ np.ravel(self.coef_)).ravel()
-        return scores + np.ravel(self.intercept_)[0]
+        scores = scores + np.ravel(self.intercept_)[0]
+        if self.solver in SCD_SOLVERS and self.normalize_rows:
+            # the model was fitted on rows scaled to norm row_scale_
+            sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() if hasattr(X, "multiply") \
+                else np.einsum("ij,ij->i", X, X)
+            norms = np.sqrt(sq + (1.0 if self.fit_intercept else 0.0))
+            norms[norms == 0] = 1.0
+            scores = scores / norms
+        return scores
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -231,11 +314,15 @@ class _BaseDPLinear(BaseEstimator):
 _PARAMETERS_DOC = """
     Parameters
     ----------
-    solver : {"dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd"}, default="dp_cd"
+    solver : {"dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd", "seq_dp_scd", \
+"primal_dp_scd"}, default="dp_cd"
         DP-CD with exact smoothness constants (Algorithm 1 of [1]_), DP-CD
         with privately estimated ones (Section 5.2, Appendix F), DP-GCD
-        (private greedy CD, [2]_; sparse X is kept sparse) or proximal
-        DP-SGD with Poisson-sampled batches (the paper's baseline).
+        (private greedy CD, [2]_; sparse X is kept sparse), proximal DP-SGD
+        with Poisson-sampled batches (the DP-CD paper's baseline), or DP-SCD
+        [3]_: dual (Algorithm 1, Poisson batches of expected size
+        ``batch_size``), sequential (Algorithm 3) or primal (Algorithm 2,
+        ``batch_size`` coordinates per step); L2 penalty only.
     epsilon : float, default=1.0
         Target ε > 0 of the whole fit (smoothness estimation included).
     delta : float, optional
@@ -266,12 +353,18 @@ _PARAMETERS_DOC = """
         ``2 max_i |x_ij|`` (the paper's choice), recorded as a non-private
         input.
     batch_size : int, default=1
-        dp_sgd: expected batch size of the Poisson sampling.
+        dp_sgd, dp_scd, seq_dp_scd: expected batch size L of the Poisson
+        sampling; primal_dp_scd: coordinates per step.
     rule : {"gs_r", "gs_s", "gs_q", "smooth"}, default="gs_r"
         dp_gcd: greedy rule, the proximal GS-r / GS-s / GS-q of [2]_
         Appendix C (GS-r in the paper's experiments) or Algorithm 1 of [2]_
         (``"smooth"``, L2 folded into the smooth part).  Penalties: l1, l2
         or none.
+    normalize_rows : bool, default=True
+        DP-SCD solvers: scale each row (intercept column included) to unit
+        norm — ``1/sqrt(n_samples)`` for primal_dp_scd — in ``fit`` and
+        ``predict`` (a per-record map, no privacy cost); False refuses rows
+        of norm > 1.  Ignored by the other solvers.
     accountant : {"auto", "rdp", "pld", "paper"}, default="auto"
         Accountant of the calibration (see :mod:`dpcd.privacy`).
     random_state : int, RandomState instance or None, default=None
@@ -303,6 +396,9 @@ _ATTRIBUTES_DOC = """
     .. [2] P. Mangold, A. Bellet, J. Salmon, M. Tommasi. "High-Dimensional
        Private Empirical Risk Minimization by Greedy Coordinate Descent",
        AISTATS 2023. https://arxiv.org/abs/2207.01560
+    .. [3] G. Damaskinos, C. Mendler-Dünner, R. Guerraoui, N. Papandreou,
+       T. Parnell. "Differentially Private Stochastic Coordinate Descent",
+       AAAI 2021.
 """
 
 
@@ -331,7 +427,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
     def __init__(self, solver="dp_cd", epsilon=1.0, delta=None, passes=10, step=1.0,
                  clip=1.0, penalty="l1", alpha=0.1, l1_ratio=0.5, fit_intercept=False,
                  smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
-                 rule="gs_r", accountant="auto", random_state=None):
+                 rule="gs_r", normalize_rows=True, accountant="auto", random_state=None):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -346,6 +442,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         self.smoothness_bound = smoothness_bound
         self.batch_size = batch_size
         self.rule = rule
+        self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
 
@@ -385,15 +482,20 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
 
 class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
     __doc__ = (
-        """Differentially private binary logistic regression.
+        """Differentially private binary logistic regression or linear SVM.
 
-    Minimises ``(1/n) sum_i log(1 + exp(-y_i (x_i^T w + b))) + psi(w)`` under
-    (ε, δ)-DP, with ``classes_[1]`` mapped to +1 and ``classes_[0]`` to -1.
+    Minimises ``(1/n) sum_i log(1 + exp(-y_i (x_i^T w + b))) + psi(w)``
+    (``loss="log"``) or ``(1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + psi(w)``
+    (``loss="hinge"``, DP-SCD solvers only: the hinge loss is not smooth)
+    under (ε, δ)-DP, with ``classes_[1]`` mapped to +1 and ``classes_[0]`` to -1.
     scikit-learn's ``LogisticRegression(C=c)`` with the L2 penalty solves the
     same problem with ``alpha = 1 / (n_samples c)`` here.
 """
         + _PARAMETERS_DOC.replace("{penalty!r}", "'l2'").replace("{alpha!r}", "0.001")
-        + """
+        + """    loss : {"log", "hinge"}, default="log"
+        Logistic loss or hinge loss (SVM; dp_scd and seq_dp_scd only;
+        ``predict_proba`` is then unavailable).
+
     Attributes
     ----------
     classes_ : ndarray, shape (2,)
@@ -407,13 +509,18 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         + _ATTRIBUTES_DOC
     )
 
-    _loss = "logistic"
+    @property
+    def _loss(self):
+        return {"log": "logistic", "hinge": "hinge"}[
+            check_choice(self.loss, "loss", ("log", "hinge"))]
 
-    def __init__(self, solver="dp_cd", epsilon=1.0, delta=None, passes=10, step=1.0,
-                 clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5, fit_intercept=False,
-                 smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
-                 rule="gs_r", accountant="auto", random_state=None):
+    def __init__(self, solver="dp_cd", loss="log", epsilon=1.0, delta=None, passes=10,
+                 step=1.0, clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5,
+                 fit_intercept=False, smoothness_fraction=0.1, smoothness_bound=None,
+                 batch_size=1, rule="gs_r", normalize_rows=True, accountant="auto",
+                 random_state=None):
         self.solver = solver
+        self.loss = loss
         self.epsilon = epsilon
         self.delta = delta
         self.passes = passes
@@ -427,6 +534,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         self.smoothness_bound = smoothness_bound
         self.batch_size = batch_size
         self.rule = rule
+        self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
 
@@ -488,6 +596,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         positive = self.decision_function(X) > 0  # raises NotFittedError first
         return self.classes_[positive.astype(int)]
 
+    @available_if(lambda self: self.loss == "log")
     def predict_proba(self, X):
         """Class probabilities ``[1 - s, s]`` with ``s = sigmoid(X w + b)``.
 
@@ -501,6 +610,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         """
         return np.exp(self.predict_log_proba(X))
 
+    @available_if(lambda self: self.loss == "log")
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
 
@@ -523,4 +633,4 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
 
 
 __all__ = ["DPCoordinateDescentClassifier", "DPCoordinateDescentRegressor",
-           "EXPECTED_FAILED_CHECKS", "RULES", "SOLVERS"]
+           "EXPECTED_FAILED_CHECKS", "RULES", "SCD_SOLVERS", "SOLVERS"]

@@ -14,13 +14,14 @@ from dpcd.problems.base import (
     objective,
     prox_grad_mapping_norm,
 )
-from dpcd.problems.datafits import BaseDatafit, Logistic, Squares
+from dpcd.problems.datafits import BaseDatafit, Hinge, Logistic, Squares, require_smooth
 from dpcd.problems.penalties import L1, L2, BasePenalty, ElasticNet, NoPenalty
 
 __all__ = [
     "BaseDatafit",
     "BasePenalty",
     "ElasticNet",
+    "Hinge",
     "L1",
     "L2",
     "LOSSES",
@@ -34,4 +35,5 @@ __all__ = [
     "make_problem",
     "objective",
     "prox_grad_mapping_norm",
+    "require_smooth",
 ]

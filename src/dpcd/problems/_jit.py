@@ -37,6 +37,8 @@ FAST = {"reassoc", "nsz"}
 # datafit codes
 SQUARES = 0
 LOGISTIC = 1
+# hinge is not smooth: only the dual DP-SCD kernels and (DP-)SGD read it
+HINGE = 2
 
 # penalty codes
 NONE = 0

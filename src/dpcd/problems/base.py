@@ -1,10 +1,10 @@
 """Problem construction, objective and optimality measures."""
 import numpy as np
 
-from dpcd.problems.datafits import Logistic, Squares
+from dpcd.problems.datafits import Hinge, Logistic, Squares
 from dpcd.problems.penalties import L1, L2, ElasticNet, NoPenalty
 
-LOSSES = ("squares", "logistic")
+LOSSES = ("squares", "logistic", "hinge")
 PENALTIES = ("l1", "l2", "elastic_net", "none")
 
 
@@ -13,7 +13,7 @@ def make_problem(loss, penalty, alpha, l1_ratio=0.5):
 
     Parameters
     ----------
-    loss : {"squares", "logistic"}
+    loss : {"squares", "logistic", "hinge"}
         Datafit name.
     penalty : {"l1", "l2", "elastic_net", "none"}
         Penalty name.
@@ -36,6 +36,8 @@ def make_problem(loss, penalty, alpha, l1_ratio=0.5):
         datafit = Squares()
     elif loss == "logistic":
         datafit = Logistic()
+    elif loss == "hinge":
+        datafit = Hinge()
     else:
         raise ValueError(f"unknown loss {loss!r}; expected one of {LOSSES}")
     if penalty == "l1":

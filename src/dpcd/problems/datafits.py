@@ -38,6 +38,7 @@ class BaseDatafit:
 
     code = -1
     name = ""
+    smooth = True
     _sample_constant = np.nan
 
     def __repr__(self):
@@ -206,6 +207,78 @@ class Logistic(BaseDatafit):
     def dual_feasible(self, a):
         """Scaling ``a`` by a factor in [0, 1] keeps it feasible."""
         return True
+
+
+class Hinge(BaseDatafit):
+    """Hinge loss (SVM) ``l(w; (x, y)) = max(0, 1 - y w^T x)``, ``y`` in {-1, +1}.
+
+    Not smooth: it has no coordinate-wise smoothness constants, so DP-CD and
+    the reference CD solver refuse it; the dual DP-SCD kernels solve its
+    one-dimensional dual subproblem in closed form (Damaskinos et al. 2021)
+    and (DP-)SGD use the subgradient ``raw_grad``.  Conjugate:
+    ``l^*(a) = a y`` for ``a y`` in [-1, 0] (+inf elsewhere).
+    """
+
+    code = _jit.HINGE
+    name = "hinge"
+    smooth = False
+
+    def validate(self, y):
+        """Require labels in {-1, +1}."""
+        super().validate(y)
+        bad = ~np.isin(np.asarray(y), (-1.0, 1.0))
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"hinge: labels must be -1 or +1, got y[{i}] = {np.asarray(y)[i]!r}"
+            )
+
+    def loss(self, y, Xw):
+        """Per-sample losses ``max(0, 1 - y Xw)``."""
+        return np.maximum(0.0, 1.0 - y * Xw)
+
+    def raw_grad(self, y, Xw):
+        """A subgradient with respect to the prediction: ``-y`` where ``y Xw < 1``, else 0."""
+        return np.where(y * Xw < 1.0, -y, 0.0).astype(np.float64)
+
+    def raw_hessian(self, y, Xw):
+        """Not defined: the hinge loss is not twice differentiable."""
+        raise ValueError("hinge: the loss is not twice differentiable (no Hessian)")
+
+    def fenchel_young(self, y, Xw, a):
+        """``sum_i l_i(z_i) + l_i^*(a_i) - a_i z_i`` for ``a_i = -y_i s_i``, s_i in [0, 1].
+
+        Equals ``sum_i max(0, 1 - m_i) - s_i (1 - m_i)`` with ``m_i = y_i z_i``.
+        """
+        s = -y * a
+        if np.any((s < 0) | (s > 1)):
+            return np.inf
+        m = y * Xw
+        return float(np.sum(np.maximum(0.0, 1.0 - m) - s * (1.0 - m)))
+
+    def dual_feasible(self, a):
+        """Scaling ``a`` by a factor in [0, 1] keeps ``-y a`` in [0, 1]."""
+        return True
+
+    def _not_smooth(self, *args, **kwargs):
+        raise ValueError(
+            "hinge: the loss is not smooth, so it has no smoothness constants; "
+            "DP-CD, DP-GCD and the reference CD solver need a smooth datafit "
+            "(use dp_scd / seq_dp_scd / scd, or (dp_)sgd with an explicit step)"
+        )
+
+    per_sample_smoothness = _not_smooth
+    coordinate_smoothness = _not_smooth
+    global_smoothness = _not_smooth
+
+
+def require_smooth(datafit, solver):
+    """Raise a clear ValueError if ``solver`` is given a non-smooth datafit."""
+    if not getattr(datafit, "smooth", True):
+        raise ValueError(
+            f"{solver} needs a smooth datafit, got {datafit.name!r} (not smooth); "
+            "use dp_scd / seq_dp_scd / scd for the hinge loss"
+        )
 
 
 def _sigmoid(t):

@@ -1,4 +1,4 @@
-"""Solvers: numba kernels for DP-CD, DP-GCD, DP-SGD and a non-private reference.
+"""Solvers: numba kernels for DP-CD, DP-GCD, DP-SGD, DP-SCD and a non-private reference.
 
 Every solver takes a datafit and a penalty from :mod:`dpcd.problems` and
 returns a :class:`SolverResult`.
@@ -6,9 +6,10 @@ returns a :class:`SolverResult`.
 from dpcd.solvers.base import SolverResult
 from dpcd.solvers.dp_cd import coordinate_clip, dp_cd
 from dpcd.solvers.dp_gcd import dp_gcd
+from dpcd.solvers.dp_scd import dp_scd, scd
 from dpcd.solvers.dp_sgd import dp_sgd
 from dpcd.solvers.reference import reference_solve
 from dpcd.solvers.warmup import warmup
 
-__all__ = ["SolverResult", "coordinate_clip", "dp_cd", "dp_gcd", "dp_sgd", "reference_solve",
-           "warmup"]
+__all__ = ["SolverResult", "coordinate_clip", "dp_cd", "dp_gcd", "dp_scd", "dp_sgd",
+           "reference_solve", "scd", "warmup"]

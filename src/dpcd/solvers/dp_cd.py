@@ -11,7 +11,7 @@ import time
 import numpy as np
 from numba import njit
 
-from dpcd.problems import check_smoothness
+from dpcd.problems import check_smoothness, require_smooth
 from dpcd.problems._jit import (
     SQUARES,
     _datafit_value,
@@ -229,6 +229,7 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     .. [1] Mangold et al., "Differentially Private Coordinate Descent for
        Composite Empirical Risk Minimization", ICML 2022, Algorithm 1.
     """
+    require_smooth(datafit, "DP-CD")
     X, y = check_data(X, y, datafit, "F", check_input)
     n_samples, n_features = X.shape
     M = check_smoothness(smoothness)

@@ -13,7 +13,7 @@ import time
 import numpy as np
 from numba import njit
 
-from dpcd.problems._jit import SQUARES, _penalty_value, _prox_1d
+from dpcd.problems._jit import HINGE, SQUARES, _penalty_value, _prox_1d
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
 
@@ -29,6 +29,8 @@ def _full_objective(X, y, w, datafit_code, penalty_code, penalty_params):
         if datafit_code == 0:
             r = z - y[i]
             acc += r * r
+        elif datafit_code == HINGE:
+            acc += max(0.0, 1.0 - y[i] * z)
         else:
             m = y[i] * z
             if m > 0:
@@ -110,6 +112,9 @@ def _dp_sgd_kernel(X, y, w, datafit_code, penalty_code, penalty_params, step, cl
             # path, where latency counts (135 vs 165 ns per step on Electricity)
             if datafit_code == SQUARES:
                 d = 2.0 * (pred - y[i])
+            elif datafit_code == HINGE:
+                # subgradient of max(0, 1 - y z)
+                d = -y[i] if y[i] * pred < 1.0 else 0.0
             else:
                 d = -y[i] / (1.0 + np.exp(y[i] * pred))
             # ||grad l_i|| = |l'(z_i)| ||x_i||; clip to norm C

@@ -16,7 +16,13 @@ import time
 import numpy as np
 from numba import njit
 
-from dpcd.problems import check_smoothness, duality_gap, kkt_violation, objective
+from dpcd.problems import (
+    check_smoothness,
+    duality_gap,
+    kkt_violation,
+    objective,
+    require_smooth,
+)
 from dpcd.problems._jit import (
     L1,
     L2,
@@ -163,6 +169,7 @@ def reference_solve(X, y, datafit, penalty, *, tol=1e-10, max_iter=100_000,
         ``objective`` holds ``F`` at each check; ``extra`` has ``gap`` (absolute
         duality gap or None), ``rel_gap``, ``kkt``, ``converged``, ``n_epochs``.
     """
+    require_smooth(datafit, "reference_solve")
     X, y = check_data(X, y, datafit, "F")
     n_samples, n_features = X.shape
     M = check_smoothness(datafit.coordinate_smoothness(X))

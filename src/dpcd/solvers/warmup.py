@@ -19,6 +19,7 @@ def warmup():
 
     from dpcd.solvers.dp_cd import dp_cd
     from dpcd.solvers.dp_gcd import dp_gcd
+    from dpcd.solvers.dp_scd import dp_scd, scd
     from dpcd.solvers.dp_sgd import dp_sgd
     from dpcd.solvers.reference import reference_solve
 
@@ -39,4 +40,18 @@ def warmup():
         for design in (X, sp.csc_matrix(X)):  # dense and sparse CSC kernels
             dp_gcd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
                    selection_scales=0.1, noise_scales=0.1, iterations=2, seed=0)
-    return ["dp_cd", "dp_gcd", "dp_sgd", "reference_solve"]
+    Xu = X / np.linalg.norm(X, axis=1, keepdims=True)
+    for loss in ("squares", "logistic", "hinge"):
+        datafit, penalty = make_problem(loss, "l2", 0.01)
+        for variant, sampling in (("dual", "poisson"), ("seq", "without_replacement")):
+            dp_scd(Xu, y, datafit, penalty, clip=1.0, noise_scale=0.1, passes=1,
+                   batch_size=2, seed=0, variant=variant, sampling=sampling)
+        if loss != "hinge":
+            dp_scd(np.asfortranarray(Xu / np.sqrt(len(y))), y, datafit, penalty, clip=1.0,
+                   noise_scale=0.1, passes=1, batch_size=2, seed=0, variant="primal",
+                   sampling="none")
+        scd(Xu, y, datafit, penalty, passes=1, seed=0)
+        if loss == "hinge":
+            dp_sgd(X, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1, passes=1,
+                   seed=0, global_smoothness=1.0)
+    return ["dp_cd", "dp_gcd", "dp_sgd", "dp_scd", "reference_solve"]

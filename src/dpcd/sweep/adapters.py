@@ -139,6 +139,88 @@ def run_dp_gcd(problem, config, seed, budget, private_smoothness=None):
         selection_noise=calibration.extra["selection_noise"], check_input=False,
     )
     return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
+# ---------------------------------------------------------------- DP-SCD
+# Damaskinos et al. 2021.  Config keys: passes (epochs), clip (C),
+# batch_size (L), sampling (optional: "poisson", the default the paper
+# accounts for, or "without_replacement"; primal uses every record: "none").
+def _scd_sampling(config, variant):
+    return "none" if variant == "primal" else config.get("sampling", "poisson")
+
+
+def _calibrate_scd(problem, config, budget, variant):
+    return privacy.calibrate_dp_scd(
+        problem.n_samples, problem.n_features, int(config["batch_size"]), config["clip"],
+        budget.epsilon, budget.delta, passes=config["passes"], variant=variant,
+        sampling=_scd_sampling(config, variant), accountant=budget.accountant,
+    )
+
+
+def calibrate_dp_scd(problem, config, budget):
+    """Noise of dual DP-SCD (Algorithm 1, Lemma 1) for one configuration."""
+    return _calibrate_scd(problem, config, budget, "dual")
+
+
+def calibrate_seq_dp_scd(problem, config, budget):
+    """Noise of seqDP-SCD (Algorithm 3, Lemma 5) for one configuration."""
+    return _calibrate_scd(problem, config, budget, "seq")
+
+
+def calibrate_primal_dp_scd(problem, config, budget):
+    """Noise of primal DP-SCD (Algorithm 2, Lemma 4) for one configuration."""
+    return _calibrate_scd(problem, config, budget, "primal")
+
+
+def _run_scd(problem, config, seed, budget, variant, calibrator):
+    calibration = calibrator(problem, config, budget)
+    sampling = _scd_sampling(config, variant)
+    # the solver samples as the budget was accounted, or does not run
+    privacy.check_sampling(calibration, sampling)
+    X = problem.X_fortran if variant == "primal" else problem.X_c
+    result = solvers.dp_scd(
+        X, problem.y, problem.datafit, problem.penalty, clip=config["clip"],
+        noise_scale=calibration.noise_scales, passes=config["passes"],
+        batch_size=int(config["batch_size"]), seed=seed, variant=variant,
+        sampling=sampling, check_input=False,
+    )
+    return result, calibration.ledger
+
+
+def run_dp_scd(problem, config, seed, budget, private_smoothness=None):
+    """Dual DP-SCD (Damaskinos et al. 2021, Algorithm 1); rows of X of norm <= 1."""
+    return _run_scd(problem, config, seed, budget, "dual", calibrate_dp_scd)
+
+
+def run_seq_dp_scd(problem, config, seed, budget, private_smoothness=None):
+    """seqDP-SCD (Algorithm 3): sequential updates within the batch, Lemma 5's noise."""
+    return _run_scd(problem, config, seed, budget, "seq", calibrate_seq_dp_scd)
+
+
+def run_primal_dp_scd(problem, config, seed, budget, private_smoothness=None):
+    """Primal DP-SCD (Algorithm 2): L coordinates per step, every record; columns of norm <= 1."""
+    return _run_scd(problem, config, seed, budget, "primal", calibrate_primal_dp_scd)
+
+
+def run_scd(problem, config, seed, budget, private_smoothness=None):
+    """Non-private SCD/SDCA: sequential dual updates in random order, no scaling, no noise."""
+    result = solvers.scd(problem.X_c, problem.y, problem.datafit, problem.penalty,
+                         passes=config["passes"], seed=seed, check_input=False)
+    return result, None
+
+
+def run_sgd(problem, config, seed, budget, private_smoothness=None):
+    """Non-private SGD: DP-SGD's kernel with no noise and no clipping.
+
+    ``step`` is the learning rate η itself (``global_smoothness=1``), as in
+    the DP-SCD paper's SGD; ``batch_size`` (default 1) is the expected batch
+    of the Poisson sampling.  Works for the hinge loss (subgradient).
+    """
+    result = solvers.dp_sgd(
+        problem.X_c, problem.y, problem.datafit, problem.penalty,
+        step=config["step"], clip=np.inf, noise_scale=0.0, passes=config["passes"],
+        seed=seed, batch_size=int(config.get("batch_size", 1)), global_smoothness=1.0,
+        check_input=False,
+    )
+    return result, None
 
 
 ADAPTERS = {
@@ -147,6 +229,19 @@ ADAPTERS = {
     "dp_cd_p": run_dp_cd_p,
     "dp_gcd": run_dp_gcd,
     "dp_sgd": run_dp_sgd,
+    "dp_scd": run_dp_scd,
+    "seq_dp_scd": run_seq_dp_scd,
+    "primal_dp_scd": run_primal_dp_scd,
+    "scd": run_scd,
+    "sgd": run_sgd,
+}
+
+# Calibrators of the DP-SCD solvers (to be merged with the other solvers'
+# calibrators when the adapters are split into calibrate + run).
+SCD_CALIBRATORS = {
+    "dp_scd": calibrate_dp_scd,
+    "seq_dp_scd": calibrate_seq_dp_scd,
+    "primal_dp_scd": calibrate_primal_dp_scd,
 }
 
 # Hyperparameters that index a configuration (columns of the tidy table).
