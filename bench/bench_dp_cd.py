@@ -19,7 +19,9 @@ the solver, interleaved, so machine load hits both alike):
   read once per update. DP-CD must evaluate ``l'(u_i)`` for all n samples at
   each of the p updates of a pass, since the margins change after each update.
 
-Timings are medians over ``REPEATS`` interleaved runs with [min, max].
+Timings are medians over ``REPEATS`` interleaved runs with [min, max], as
+wall time and as thread CPU time (the latter does not count waiting for a core
+on a loaded machine; for the solvers it covers the whole call, setup included).
 """
 import os
 import time
@@ -155,15 +157,22 @@ def _updates_only(code, X, y, u):
 
 
 def per_pass(fn, reps=PASSES):
-    """Seconds per call of ``fn`` (called ``reps`` times)."""
-    t0 = time.perf_counter()
+    """Wall and thread-CPU seconds per call of ``fn`` (called ``reps`` times)."""
+    t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(reps):
         fn()
-    return (time.perf_counter() - t0) / reps
+    return (time.perf_counter() - t0) / reps, (time.thread_time() - c0) / reps
 
 
-def summary(times):
-    ms = 1e3 * np.asarray(times)
+def solver_pass(run, passes):
+    """(solver's own timer, thread CPU time of the whole call) per pass."""
+    c0 = time.thread_time()
+    res = run()
+    return res.time / passes, (time.thread_time() - c0) / passes
+
+
+def summary(times, k):
+    ms = 1e3 * np.asarray([t[k] for t in times])
     return np.median(ms), ms.min(), ms.max()
 
 
@@ -193,8 +202,8 @@ def bench_shape(name, X, y, datafit, penalty, paper_key, with_baselines=True):
         _logistic_gradients_no_fma(X, y, u, clip)
         rows["p coord. gradients, no FMA"] = []
     for _ in range(REPEATS):
-        rows["dp_cd (solver timer)"].append(
-            dp_cd(X, y, datafit, penalty, seed=0, **kw).time / PASSES)
+        rows["dp_cd (solver timer)"].append(solver_pass(
+            lambda: dp_cd(X, y, datafit, penalty, seed=0, **kw), PASSES))
         rows["  p coordinate gradients"].append(
             per_pass(lambda: _gradients_only(code, X, y, u, clip)))
         rows["  p state updates"].append(per_pass(lambda: _updates_only(code, X, y, u)))
@@ -205,28 +214,33 @@ def bench_shape(name, X, y, datafit, penalty, paper_key, with_baselines=True):
             rows["p coord. gradients, no FMA"].append(
                 per_pass(lambda: _logistic_gradients_no_fma(X, y, u, clip)))
     if with_baselines:
-        rows["numpy DP-CD"] = [numpy_dp_cd(X, y, datafit, penalty, M, 0.5, clip,
-                                           sigma, 5, r) / 5 for r in range(2)]
+        rows["numpy DP-CD"] = [per_pass(lambda: numpy_dp_cd(
+            X, y, datafit, penalty, M, 0.5, clip, sigma, 5, r), 1) for r in range(2)]
+        rows["numpy DP-CD"] = [(w / 5, c / 5) for w, c in rows["numpy DP-CD"]]
         Xc = np.ascontiguousarray(X)
         sgd_kw = dict(step=1e-3, clip=1.0, noise_scale=1.0, batch_size=1)
         dp_sgd(Xc, y, datafit, penalty, passes=1, seed=0, **sgd_kw)  # JIT
-        rows["dp_sgd batch 1"] = [dp_sgd(Xc, y, datafit, penalty, passes=3, seed=r,
-                                         **sgd_kw).time / 3 for r in range(2)]
-    floor_med = summary(rows["floor"])[0]
+        rows["dp_sgd batch 1"] = [solver_pass(lambda: dp_sgd(
+            Xc, y, datafit, penalty, passes=3, seed=r, **sgd_kw), 3) for r in range(2)]
+    floor_wall, floor_cpu = (summary(rows["floor"], k)[0] for k in (0, 1))
     paper = PAPER_MS_PER_PASS[paper_key]
     floor_what = ("n*p SIMD exps + column & margin reads" if logistic
                   else "n*p multiply-adds, X^T r")
     print(f"\n{name}: n = {n}, p = {p}, {datafit.name} + {penalty.name}; "
           f"floor = {floor_what}")
-    print(f"  {'ms per pass':30s} {'median':>8s} {'[min, max]':>19s} {'/floor':>7s}")
+    print(f"  {'ms per pass':30s} {'wall median':>11s} {'[min, max]':>19s} {'/floor':>7s}"
+          f" {'cpu median':>11s} {'[min, max]':>19s} {'/floor':>7s}")
     for label, times in rows.items():
-        med, lo, hi = summary(times)
-        print(f"  {label:30s} {med:8.4f} [{lo:8.4f}, {hi:8.4f}] {med / floor_med:7.2f}")
-    cd = summary(rows["dp_cd (solver timer)"])[0]
-    print(f"  {'paper C++ DP-CD':30s} {paper:8.4f} {'':19s} {paper / floor_med:7.2f}"
-          f"   (paper / dp_cd = {paper / cd:.2f})")
+        w, wlo, whi = summary(times, 0)
+        c, clo, chi = summary(times, 1)
+        print(f"  {label:30s} {w:11.4f} [{wlo:8.4f}, {whi:8.4f}] {w / floor_wall:7.2f}"
+              f" {c:11.4f} [{clo:8.4f}, {chi:8.4f}] {c / floor_cpu:7.2f}")
+    cd_w, cd_c = (summary(rows["dp_cd (solver timer)"], k)[0] for k in (0, 1))
+    print(f"  {'paper C++ DP-CD':30s} {paper:11.4f} {'':19s} {paper / floor_wall:7.2f}"
+          f" {'':11s} {'':19s} {paper / floor_cpu:7.2f}   (paper / dp_cd: wall "
+          f"{paper / cd_w:.2f}, cpu {paper / cd_c:.2f})")
     if with_baselines:
-        print(f"  {'paper C++ DP-SGD':30s} {PAPER_SGD_MS_PER_PASS[paper_key]:8.4f}")
+        print(f"  {'paper C++ DP-SGD':30s} {PAPER_SGD_MS_PER_PASS[paper_key]:11.4f}")
 
 
 def main():
@@ -240,7 +254,7 @@ def main():
         X, y, (datafit, penalty) = real
         bench_shape("electricity (real, standardised)", X, y, datafit, penalty,
                     "electricity", with_baselines=False)
-    print("\ndp_cd and dp_sgd times = the solvers' own timers (kernel, objective "
+    print("\ndp_cd and dp_sgd wall times = the solvers' own timers (kernel, objective "
           "once per pass, drawing coordinates/batches and noise); component rows "
           "are numba loops over the _jit helpers the kernel calls; 'no FMA': the "
           "logistic gradient loop compiled without contraction (the kernel before "
