@@ -10,10 +10,16 @@ def paper_figures():
 
 def paper_figure_runs(wildcards):
     """Solve tables of the experiments the figures draw from (curves, grids)."""
-    names = sorted({e for spec in paper_figures().values() for e in spec["experiments"]})
+    names = sorted(
+        {e for spec in paper_figures().values() for e in spec["experiments"]}
+    )
     for name in names:
         _experiment(name)
-    return [path for name in names for path in chunk_results(SimpleNamespace(experiment=name))]
+    return [
+        path
+        for name in names
+        for path in chunk_results(SimpleNamespace(experiment=name))
+    ]
 
 
 def paper_published_input():
