@@ -178,7 +178,8 @@ def cmd_aggregate(args):
     text = markdown_table(table, args.experiment, sorted(nonprivate))
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     for path, x in ((args.figure_passes, "pass"), (args.figure_time, "time")):
-        atomic_write(path, lambda tmp: plot_rel_error(runs, tmp, x=x, title=args.experiment))
+        atomic_write(path, lambda tmp: plot_rel_error(
+            runs, tmp, x=x, title=args.experiment, select_by=spec.get("select_by", "last_objective")))
     best = table.loc[table.groupby("solver")["rel_error_mean"].idxmin()]
     metrics = {f"best_rel_error.{row.solver}": row.rel_error_mean for row in best.itertuples()}
     if "test_metric_median" in table:
