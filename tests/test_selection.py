@@ -68,3 +68,16 @@ def test_metrics_match_sklearn():
         accuracy_score(labels, np.where(X @ w >= 0, 1.0, -1.0)))
     assert np.isnan(evaluate("mse", X, y, np.full(4, np.nan)))
     assert (metric_of("squares"), metric_of("hinge")) == ("mse", "accuracy")
+
+
+def test_conclusions_compare_dp_scd_with_dp_sgd_and_find_the_worst():
+    from dpcd.report.paper import conclusions
+
+    table = pd.DataFrame({
+        "solver": ["dp_scd", "dp_sgd", "seq_dp_scd", "scd"], "epsilon": 1.0, "passes": 10,
+        "metric": "mse", "test_metric_median": [1.0, 2.0, 3.0, 9.0]})
+    (row,) = conclusions({"ridge": table}).itertuples()
+    assert row.dp_scd_vs_dp_sgd and row.seq_dp_scd_worst  # scd is non-private: not counted
+    table["metric"] = "accuracy"
+    (row,) = conclusions({"svm": table}).itertuples()
+    assert not row.dp_scd_vs_dp_sgd and not row.seq_dp_scd_worst
