@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from dpcd.report.tables import _last_rows  # noqa: E402
+from dpcd.report.tables import last_checkpoints  # noqa: E402
 from dpcd.sweep.metrics import HIGHER_IS_BETTER  # noqa: E402
 
 NONPRIVATE = ("scd", "sgd", "cd")
@@ -108,7 +108,7 @@ def metric_by_batch_and_clip(runs, spec):
     """Median test metric per (batch_size, clip), best other hyperparameters on validation."""
     epsilon = (spec.get("epsilons") or [1.0])[0]
     solvers = spec.get("solvers") or ["dp_scd"]
-    last = _last_rows(runs[(runs["solver"].isin(solvers)) & np.isclose(runs["epsilon"], epsilon)])
+    last = last_checkpoints(runs[(runs["solver"].isin(solvers)) & np.isclose(runs["epsilon"], epsilon)])
     if last.empty:
         return pd.DataFrame(columns=["solver", "batch_size", "clip", "test_metric_median"])
     higher = HIGHER_IS_BETTER[last["metric"].dropna().iloc[0]]

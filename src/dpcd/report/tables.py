@@ -28,7 +28,7 @@ def final_iterates(runs):
     return runs[runs["pass"] == runs["passes"]]
 
 
-def _last_rows(runs):
+def last_checkpoints(runs):
     """Each run's row at its last checkpoint (robust to fractional passes)."""
     key = ["solver", "config_id", "seed_index"]
     return runs.loc[runs.groupby(key, dropna=False)["pass"].idxmax()]
@@ -73,7 +73,7 @@ def _best_on_validation(runs):
             "select_by: validation needs validation metrics; the processed data has "
             "no validation split (use a variant with one, e.g. maxabs_unitnorm)"
         )
-    last = _last_rows(runs)
+    last = last_checkpoints(runs)
     metrics = last["metric"].dropna().unique()
     if len(metrics) != 1:
         raise ValueError(f"one held-out metric per experiment expected, got {list(metrics)}")
@@ -122,7 +122,7 @@ def summary_table(runs, select_by="last_objective"):
     table = table.merge(counts, on=GROUP)
     holdout = []
     if "val_metric" in runs and runs["val_metric"].notna().any():
-        chosen = _last_rows(runs).merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
+        chosen = last_checkpoints(runs).merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
         stats = chosen.groupby(GROUP + ["config_id"], as_index=False).agg(
             metric=("metric", "first"),
             val_metric_median=("val_metric", "median"),
