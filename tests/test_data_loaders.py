@@ -15,8 +15,9 @@ from dpcd.data.synthetic import generate
 from test_data_formats import (adult_files, california_data, electricity_arff,
                                libsvm_text, nips_sparse, write_tree)
 
-# The offline mirror: DPCD_DATA_MIRROR if set (e.g. from a worktree), else ../shared/data.
-SHARED = os.environ.get("DPCD_DATA_MIRROR") or os.path.join(
+# The offline copies: ../shared/data, or DPCD_TEST_DATA (e.g. from a git worktree;
+# not DPCD_DATA_MIRROR, which would redirect the download tests too).
+SHARED = os.environ.get("DPCD_TEST_DATA") or os.path.join(
     os.path.dirname(__file__), "..", "..", "shared", "data")
 
 
