@@ -18,6 +18,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/smoothness.smk"
 include: "workflow/rules/solve.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -15,7 +15,10 @@ from dpcd.data.synthetic import generate
 from test_data_formats import (adult_files, california_data, electricity_arff,
                                libsvm_text, nips_sparse, write_tree)
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+# The offline copies: ../shared/data, or DPCD_TEST_DATA (e.g. from a git worktree;
+# not DPCD_DATA_MIRROR, which would redirect the download tests too).
+SHARED = os.environ.get("DPCD_TEST_DATA") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "shared", "data")
 
 
 def _raw(tmp_path, name, files):
@@ -204,3 +207,64 @@ def test_real_copies_load(tmp_path):
     ele = load_raw(get_entry("electricity"), os.path.join(SHARED, "electricity"))
     assert ele.X.shape == (45312, 8)
     assert ((ele.y == -1).sum(), (ele.y == 1).sum()) == (26075, 19237)
+
+
+@pytest.mark.skipif(not os.path.isdir(SHARED), reason="../shared/data not present")
+@pytest.mark.parametrize("source, n_features", [("adult", 105), ("adult_dpscd", 81)])
+def test_adult_real_columns_and_dpscd_splits(source, n_features):
+    """DP-SCD App. E: Adult has 81 coordinates, split 24 420 / 8 141 / 16 281.
+    The reference code's encoding (adult_dpscd) gives 81; the full one-hot 105."""
+    raw = load_raw(get_entry(source), os.path.join(SHARED, "adult"))
+    assert raw.X.shape == (32561, n_features) and raw.X_test.shape == (16281, n_features)
+    if source == "adult_dpscd":
+        assert not any(n.startswith(("fnlwgt", "education=")) for n in raw.feature_names)
+        assert "native-country=United-States" not in raw.feature_names  # most frequent
+    parts, meta = apply_recipe(raw, "maxabs_unitnorm", source, seed=0)
+    sizes = tuple(parts[k][0].shape for k in ("train", "val", "test"))
+    assert sizes == ((24420, n_features), (8141, n_features), (16281, n_features))
+    for X, y in parts.values():
+        assert np.allclose(np.linalg.norm(X, axis=1), 1.0)
+        assert set(np.unique(y)) == {-1.0, 1.0}  # classification labels stay +-1
+
+
+@pytest.mark.skipif(not os.path.isdir(SHARED), reason="../shared/data not present")
+def test_phishing_real_dpscd_splits():
+    raw = load_raw(get_entry("phishing"), os.path.join(SHARED, "phishing"))
+    parts, meta = apply_recipe(raw, "maxabs_unitnorm", "phishing", seed=0)
+    sizes = tuple(parts[k][0].shape for k in ("train", "val", "test"))
+    assert sizes == ((6218, 68), (2073, 68), (2764, 68))
+    X = parts["train"][0]
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1))).ravel() if sp.issparse(X) \
+        else np.linalg.norm(X, axis=1)
+    assert np.allclose(norms, 1.0) and "label_centering" not in meta["nonprivate_inputs"]
+
+
+def test_msd_standin_shape_and_official_division(tmp_path):
+    """The stand-in has YearPredictionMSD's shape; its last 51 630 rows are the test
+    file, so the DP-SCD split gives 347 786 / 115 929 / 51 630 (App. E)."""
+    X, y, _, settings = generate("yearpredictionmsd_standin")
+    assert X.shape == (515345, 90) and settings["n_test"] == 51630
+    assert 1922 <= y.min() and y.max() <= 2011
+    save_dataset(str(tmp_path / "generated.npz"), X, y,
+                 {"generator": {"name": "msd_standin", "settings": settings}})
+    del X
+    raw = load_raw(get_entry("yearpredictionmsd_standin"), str(tmp_path))
+    assert raw.X.shape == (463715, 90) and raw.X_test.shape == (51630, 90)
+    parts, meta = split(raw, "dpscd", seed=0)
+    assert tuple(parts[k][0].shape[0] for k in ("train", "val", "test")) == (347786, 115929, 51630)
+
+
+def test_msd_standin_small_maxabs_unitnorm_centres_labels():
+    X, y, _, settings = generate("yearpredictionmsd_standin",
+                                 {"n_samples": 400, "n_features": 20, "n_test": 40, "seed": 1})
+    again = generate("yearpredictionmsd_standin",
+                     {"n_samples": 400, "n_features": 20, "n_test": 40, "seed": 1})
+    assert X.tobytes() == again[0].tobytes()
+    raw = RawData(X[:-40], y[:-40], "regression", [f"x{j}" for j in range(20)], X[-40:], y[-40:])
+    parts, meta = apply_recipe(raw, "maxabs_unitnorm", "msd", seed=0)
+    for Xp, _ in parts.values():
+        assert np.allclose(np.linalg.norm(Xp, axis=1), 1.0)
+    assert abs(parts["train"][1].mean()) < 1e-9  # centred with the training mean
+    assert parts["test"][1].mean() == pytest.approx(y[-40:].mean() - meta["label_center"])
+    with pytest.raises(ValueError, match="n_test"):
+        generate("yearpredictionmsd_standin", {"n_samples": 30, "n_features": 5, "n_test": 30})

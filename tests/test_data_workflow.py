@@ -77,6 +77,7 @@ def test_every_registry_entry_through_the_rules(served, tmp_path):  # noqa: F811
                                      "params": {"n_samples": 30, "n_features": 12, "seed": 3}}
     datasets["square_small"]["params"]["n_informative"] = 4
     datasets["sparse_lasso_small"]["params"]["n_informative"] = 4
+    datasets["yearpredictionmsd_standin_small"]["params"]["n_test"] = 6
     targets = [f"results/data/processed/{k}/{EXPECT.get(k, ('standardize',))[0]}.npz"
                for k in datasets]
     config = {"data": {"mirror": url + "/", "lock_file": "lock.json"}, "datasets": datasets}

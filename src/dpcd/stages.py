@@ -191,7 +191,8 @@ def cmd_aggregate(args):
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
     if runs.empty:
         raise ValueError(f"experiment {args.experiment}: the solve stage produced no runs")
-    table = summary_table(runs)
+    spec = json.loads(args.spec)
+    table = summary_table(runs, spec.get("select_by", "last_objective"))
     # Selecting hyperparameters on the private data is itself not private.
     nonprivate = {"hyperparameter_selection"}
     for value in runs["nonprivate_inputs"].dropna().unique():
@@ -200,9 +201,14 @@ def cmd_aggregate(args):
     text = markdown_table(table, args.experiment, sorted(nonprivate))
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     for path, x in ((args.figure_passes, "pass"), (args.figure_time, "time")):
-        atomic_write(path, lambda tmp: plot_rel_error(runs, tmp, x=x, title=args.experiment))
+        atomic_write(path, lambda tmp: plot_rel_error(
+            runs, tmp, x=x, title=args.experiment, select_by=spec.get("select_by", "last_objective")))
     best = table.loc[table.groupby("solver")["rel_error_mean"].idxmin()]
     metrics = {f"best_rel_error.{row.solver}": row.rel_error_mean for row in best.itertuples()}
+    if "test_metric_median" in table:
+        # One value per (solver, epsilon): the largest passes budget's test metric.
+        for row in table.sort_values("passes").groupby(["solver", "epsilon"]).last().reset_index().itertuples():
+            metrics[f"test_{row.metric}.{row.solver}.eps{row.epsilon:g}"] = row.test_metric_median
     info = read_json(args.mlflow)
     log_experiment_artifacts(
         info, [args.csv, args.md, args.figure_passes, args.figure_time],
@@ -243,6 +249,34 @@ def cmd_summary(args):
         metrics["kernel_share_of_solve_time"] = float(overhead.attrs["kernel_share"])
     log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
                              metrics=metrics)
+
+
+# --- paper report -----------------------------------------------------------
+def cmd_paper_report(args):
+    """Cross-experiment figures (config report.figures) and the report page."""
+    import pandas as pd
+
+    from dpcd.report.paper import PLOTS, read_published_figures, report_markdown
+    from dpcd.tracking import log_experiment_artifacts, setup_experiment
+
+    if len(args.experiments) != len(args.tables):
+        raise ValueError("--experiments and --tables must pair up")
+    tables = {name: pd.read_csv(path) for name, path in zip(args.experiments, args.tables)}
+    frames = [pd.read_parquet(path) for path in args.runs]
+    runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    runs = {name: group for name, group in runs.groupby("experiment")} if len(runs) else {}
+    specs = json.loads(args.figures)
+    if sorted(specs) != sorted(Path(p).stem for p in args.figure_paths):
+        raise ValueError("--figures and --figure-paths must name the same figures")
+    paths = {Path(p).stem: p for p in args.figure_paths}
+    for name, spec in specs.items():
+        plot = PLOTS[spec["kind"]]
+        atomic_write(paths[name], lambda tmp, plot=plot, spec=spec: plot(tables, runs, tmp, spec))
+    published = read_published_figures(args.published) if args.published else None
+    relative = {name: os.path.relpath(path, os.path.dirname(args.md)) for name, path in paths.items()}
+    text = report_markdown(tables, runs, relative, published)
+    atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
+    log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.md, *args.figure_paths])
 
 
 def register(subparsers):
@@ -305,6 +339,16 @@ def register(subparsers):
     p.add_argument("--timings", nargs="*", help="the solve jobs' overhead ledgers (JSON)")
     p.add_argument("--mlflow-experiment", required=True)
     p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+
+    p = add("paper-report", cmd_paper_report, "cross-experiment paper figures and report page")
+    p.add_argument("--experiments", nargs="+", required=True)
+    p.add_argument("--tables", nargs="+", required=True, help="each experiment's table CSV")
+    p.add_argument("--runs", nargs="*", default=[], help="solve tables of the figures' experiments")
+    p.add_argument("--figures", required=True, help="JSON: config report.figures")
+    p.add_argument("--figure-paths", nargs="*", default=[])
+    p.add_argument("--published", help="CSV of values the paper states about its figures")
+    p.add_argument("--mlflow-experiment", required=True)
     p.add_argument("--md", required=True)
 
 

@@ -140,6 +140,10 @@ def published_input():
 def final_outputs():
     """Tables and figures of every experiment, and the summary across them."""
     outputs = ["results/summary.csv", "results/summary.md"]
+    figures = config["report"].get("figures") or {}
+    if figures:
+        outputs += ["results/paper/report.md"]
+        outputs += [f"results/paper/{name}.png" for name in sorted(figures)]
     for name in sorted(config["experiments"]):
         outputs += [
             f"results/tables/{name}.csv",

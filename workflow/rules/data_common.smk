@@ -5,7 +5,13 @@ import os
 
 # Registry entries that are generated from a seed rather than downloaded
 # (tests/test_data_workflow.py checks this matches dpcd.data.registry).
-DATA_GENERATED_SOURCES = ("log1", "log2", "sparse_lasso", "square")
+DATA_GENERATED_SOURCES = (
+    "log1",
+    "log2",
+    "sparse_lasso",
+    "square",
+    "yearpredictionmsd_standin",
+)
 
 # Jobs read these from the environment (exported values win over the config).
 _data_config = config.get("data") or {}

@@ -23,12 +23,21 @@ def load_generated(entry, raw_dir):
     """Load ``generated.npz`` written by ``dpcd data generate``."""
     ds = load_dataset(os.path.join(raw_dir, "generated.npz"))
     names = [f"x{j}" for j in range(ds.X.shape[1])]
+    generator = ds.meta.get("generator", {})
+    X, y, X_test, y_test = ds.X, ds.y, None, None
+    # A stand-in of a dataset distributed with a test file: its last n_test rows.
+    n_test = int(generator.get("settings", {}).get("n_test") or 0)
+    if n_test:
+        X, X_test = X[:-n_test], X[-n_test:]
+        y, y_test = y[:-n_test], y[-n_test:]
     return RawData(
-        X=ds.X,
-        y=ds.y,
+        X=X,
+        y=y,
         task=entry["task"],
         feature_names=names,
-        notes={"generator": ds.meta.get("generator", {})},
+        X_test=X_test,
+        y_test=y_test,
+        notes={"generator": generator},
     )
 
 
@@ -242,32 +251,62 @@ def load_adult(entry, raw_dir):
 
     The test file's first line ("|1x3 Cross validator") is not data. Categories
     and imputation values come from the training file (non-private inputs).
+
+    The entry's ``columns`` (optional) selects the encoding:
+
+    * ``drop``: attributes left out entirely;
+    * ``drop_first``: ``most_frequent`` leaves out the indicator of each
+      categorical's most frequent training value (one indicator per attribute is
+      redundant). DP-SCD's reference code (gdamaskinos/dpscd, ``preprocessor.py``)
+      drops ``fnlwgt`` and ``education`` and encodes with pandas'
+      ``get_dummies(drop_first=True)`` over categories sorted by frequency, which
+      gives the paper's 81 coordinates (App. E); the full one-hot has 105.
     """
+    options = entry.get("columns") or {}
+    dropped = list(options.get("drop", []))
+    unknown = sorted(set(dropped) - set(ADULT_COLUMNS[:-1]))
+    if unknown:
+        raise ValueError(f"dataset {entry['name']!r}: columns.drop names unknown "
+                         f"attributes {unknown}; known: {ADULT_COLUMNS[:-1]}")
+    drop_first = options.get("drop_first")
+    if drop_first not in (None, "most_frequent"):
+        raise ValueError(f"dataset {entry['name']!r}: columns.drop_first must be "
+                         f"'most_frequent' or absent, got {drop_first!r}")
     train_path, test_path = _file(entry, raw_dir, "train"), _file(entry, raw_dir, "test")
     frames = {"train": _adult_frame(entry, train_path, 0),
               "test": _adult_frame(entry, test_path, 1)}
     train = frames["train"]
-    continuous = [c for c in ADULT_COLUMNS[:-1] if c not in ADULT_CATEGORICAL]
-    modes = {c: train[c].mode(dropna=True).iloc[0] for c in ADULT_CATEGORICAL}
-    categories = {c: sorted(train[c].fillna(modes[c]).unique()) for c in ADULT_CATEGORICAL}
+    categorical = [c for c in ADULT_CATEGORICAL if c not in dropped]
+    continuous = [c for c in ADULT_COLUMNS[:-1]
+                  if c not in ADULT_CATEGORICAL and c not in dropped]
+    modes = {c: train[c].mode(dropna=True).iloc[0] for c in categorical}
+    categories = {c: sorted(train[c].fillna(modes[c]).unique()) for c in categorical}
+    # The reference drops the first category in frequency order: the most frequent.
+    left_out = ({c: train[c].fillna(modes[c]).value_counts().index[0] for c in categorical}
+                if drop_first else {})
     out = {}
     for part, df in frames.items():
         path = train_path if part == "train" else test_path
         skip = 0 if part == "train" else 1
         num = _numeric(entry, path, df[continuous], continuous, skip=skip)
         blocks, names = [num], list(continuous)
-        for c in ADULT_CATEGORICAL:
+        for c in categorical:
             values = df[c].fillna(modes[c])
             cat = pd.Categorical(values, categories=categories[c])
             # A test category unseen in training becomes an all-zero indicator row.
-            blocks.append(pd.get_dummies(cat).to_numpy(dtype=np.float64))
-            names += [f"{c}={v}" for v in categories[c]]
+            onehot = pd.get_dummies(cat)
+            keep = [v for v in categories[c] if v != left_out.get(c)]
+            blocks.append(onehot[keep].to_numpy(dtype=np.float64))
+            names += [f"{c}={v}" for v in keep]
         y = _binary_labels(entry, path, df["income"].to_numpy(), skip=skip)
         out[part] = (np.hstack(blocks), y, names)
     X, y, names = out["train"]
+    notes = {"imputation": modes}
+    if options:
+        notes["encoding"] = {"dropped_attributes": dropped,
+                             "dropped_indicators": left_out}
     return RawData(X, y, "binary", names, out["test"][0], out["test"][1],
-                   nonprivate_inputs=["categorical_imputation"],
-                   notes={"imputation": modes})
+                   nonprivate_inputs=["categorical_imputation"], notes=notes)
 
 
 def _nips_labels(entry, path):

@@ -79,7 +79,53 @@ def sparse_lognormal(
     return X, y, w_true
 
 
+def msd_standin(n_samples=515345, n_features=90, n_test=51630, seed=0):
+    """Stand-in for YearPredictionMSD (DP-SCD App. E), which is not available offline.
+
+    Same shape and official train/test division (the last ``n_test`` rows are the
+    test file, as in the LIBSVM/UCI distribution: 463 715 + 51 630 rows), and the
+    features' and labels' rough character, not their values:
+
+    * 12 latent "timbre" factors ``Z`` (standard normal) drive every column:
+      ``x_j = s_j (Z b_j + e_j)`` with ``b_j`` normal (variance 1/12) and noise
+      ``e_j`` of variance 1/2; the first 12 columns ("timbre averages") have
+      normal noise and scales ``s_j = 10^U(0.5, 1.7)``, the other 78 ("timbre
+      covariances") Student-t noise (5 d.o.f., heavy tails) and scales
+      ``s_j = 10^U(1, 3)``, so max-abs scaling matters as it does on MSD;
+    * the label is a release year: ``1998.4 + 5.45 Z v / |v| + 9.44 t`` with
+      ``v`` standard normal and ``t`` standard normal, rounded and clipped to
+      [1922, 2011] (MSD's range; mean about 1998 and std about 10, MSD: 1998.4 and 10.9; a
+      linear model explains about a quarter of the variance, as it does there).
+
+    Returns
+    -------
+    X : ndarray, shape (n_samples, n_features)
+    y : ndarray, shape (n_samples,)
+    w_true : ndarray, shape (n_features,)
+        Zeros: the labels depend on the latent factors, not on a weight vector.
+    """
+    _check(n_samples, n_features)
+    if not 0 < int(n_test) < int(n_samples):
+        raise ValueError(f"n_test must lie in [1, n_samples={n_samples}), got {n_test}")
+    rng = np.random.default_rng(seed)
+    k, n_avg = 12, min(12, n_features)
+    Z = rng.standard_normal((n_samples, k))
+    B = rng.standard_normal((k, n_features)) / np.sqrt(k)
+    X = Z @ B
+    X[:, :n_avg] += np.sqrt(0.5) * rng.standard_normal((n_samples, n_avg))
+    tail = rng.standard_t(5, size=(n_samples, n_features - n_avg))
+    X[:, n_avg:] += np.sqrt(0.5 * 3 / 5) * tail  # t(5) has variance 5/3
+    scale = np.concatenate([10 ** rng.uniform(0.5, 1.7, n_avg),
+                            10 ** rng.uniform(1.0, 3.0, n_features - n_avg)])
+    X *= scale
+    v = rng.standard_normal(k)
+    year = 1998.4 + 5.45 * (Z @ v) / np.linalg.norm(v) + 9.44 * rng.standard_normal(n_samples)
+    y = np.clip(np.round(year), 1922.0, 2011.0)
+    return X, y, np.zeros(n_features)
+
+
 GENERATORS = {
+    "msd_standin": msd_standin,
     "sparse_lasso": sparse_lasso,
     "lognormal": lognormal,
     "sparse_lognormal": sparse_lognormal,

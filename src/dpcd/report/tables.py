@@ -1,15 +1,24 @@
 """Select the best configuration per solver and passes, as the papers do, and tabulate.
 
-Selection (DP-CD App. G.1): for each (solver, epsilon, passes), keep the
-hyperparameters with the lowest objective at the last iterate averaged over
-seeds. This selection looks at the private data without noise, so tables
-carry the tag ``hyperparameter_selection`` among their non-private inputs.
+Selection, per (solver, epsilon, passes), by ``select_by``:
+
+* ``last_objective`` (DP-CD App. G.1): the hyperparameters with the lowest
+  training objective at the last iterate averaged over seeds;
+* ``validation`` (DP-SCD App. E): the hyperparameters with the best median
+  validation metric of the final iterates over seeds (lowest MSE, highest
+  accuracy); the reported utility is then the median test metric.
+
+Either selection looks at the private data without noise, so tables carry the
+tag ``hyperparameter_selection`` among their non-private inputs.
 """
 
 import numpy as np
 import pandas as pd
 
 from dpcd.sweep.adapters import HYPERPARAMETERS
+from dpcd.sweep.metrics import HIGHER_IS_BETTER
+
+SELECT_BY = ("last_objective", "validation")
 
 GROUP = ["solver", "epsilon", "passes"]
 
@@ -19,19 +28,32 @@ def final_iterates(runs):
     return runs[runs["pass"] == runs["passes"]]
 
 
-def best_configurations(runs):
+def last_checkpoints(runs):
+    """Each run's row at its last checkpoint (robust to fractional passes)."""
+    key = ["solver", "config_id", "seed_index"]
+    return runs.loc[runs.groupby(key, dropna=False)["pass"].idxmax()]
+
+
+def best_configurations(runs, select_by="last_objective"):
     """Return, per (solver, epsilon, passes), the best configuration's id.
 
     Parameters
     ----------
     runs : pandas.DataFrame
         Tidy table of the solve stage (one row per configuration, seed, pass).
+    select_by : {"last_objective", "validation"}
+        Selection rule (see the module docstring).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``solver, epsilon, passes, config_id, mean_objective``.
+        Columns ``solver, epsilon, passes, config_id`` and the criterion
+        (``mean_objective`` or ``val_metric_median``).
     """
+    if select_by not in SELECT_BY:
+        raise ValueError(f"unknown select_by {select_by!r}; known: {list(SELECT_BY)}")
+    if select_by == "validation":
+        return _best_on_validation(runs)
     last = final_iterates(runs)
     means = (
         last.groupby(GROUP + ["config_id"], dropna=False)["objective"]
@@ -45,16 +67,44 @@ def best_configurations(runs):
     return means.groupby(GROUP, as_index=False).first()
 
 
-def summary_table(runs):
+def _best_on_validation(runs):
+    if "val_metric" not in runs or runs["val_metric"].isna().all():
+        raise ValueError(
+            "select_by: validation needs validation metrics; the processed data has "
+            "no validation split (use a variant with one, e.g. maxabs_unitnorm)"
+        )
+    last = last_checkpoints(runs)
+    metrics = last["metric"].dropna().unique()
+    if len(metrics) != 1:
+        raise ValueError(f"one held-out metric per experiment expected, got {list(metrics)}")
+    higher = HIGHER_IS_BETTER[metrics[0]]
+    medians = (
+        last.groupby(GROUP + ["config_id"], dropna=False)["val_metric"]
+        .median()
+        .rename("val_metric_median")
+        .reset_index()
+    )
+    # A diverged run (NaN) is never selected; ties broken by config_id.
+    criterion = -medians["val_metric_median"] if higher else medians["val_metric_median"]
+    medians["_key"] = criterion.fillna(np.inf)
+    medians = medians.sort_values(GROUP + ["_key", "config_id"])
+    return medians.groupby(GROUP, as_index=False).first().drop(columns="_key")
+
+
+def summary_table(runs, select_by="last_objective"):
     """Mean and std over seeds of the best configurations' last iterates.
 
     Returns
     -------
     pandas.DataFrame
         One row per (solver, epsilon, passes): the selected hyperparameters,
-        relative error and running time (mean, std), seeds and status.
+        relative error and running time (mean, std), seeds, status and
+        ``n_configs`` (configurations tuned for the cell: the tuning cost).
+        With held-out metrics: ``metric`` and the median over seeds of the
+        validation and test metrics (``val_metric_median``,
+        ``test_metric_median``) with the test metric's quartiles.
     """
-    best = best_configurations(runs)
+    best = best_configurations(runs, select_by)
     last = final_iterates(runs).merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
     aggregated = last.groupby(GROUP + ["config_id"], as_index=False).agg(
         rel_error_mean=("rel_error", "mean"),
@@ -68,9 +118,24 @@ def summary_table(runs):
     )
     hyper = last.groupby("config_id")[list(HYPERPARAMETERS)].first().reset_index()
     table = aggregated.merge(hyper, on="config_id")
+    counts = runs.groupby(GROUP)["config_id"].nunique().rename("n_configs").reset_index()
+    table = table.merge(counts, on=GROUP)
+    holdout = []
+    if "val_metric" in runs and runs["val_metric"].notna().any():
+        chosen = last_checkpoints(runs).merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
+        stats = chosen.groupby(GROUP + ["config_id"], as_index=False).agg(
+            metric=("metric", "first"),
+            val_metric_median=("val_metric", "median"),
+            test_metric_median=("test_metric", "median"),
+            test_metric_q25=("test_metric", lambda v: v.quantile(0.25)),
+            test_metric_q75=("test_metric", lambda v: v.quantile(0.75)),
+        )
+        table = table.merge(stats, on=GROUP + ["config_id"])
+        holdout = ["metric", "val_metric_median", "test_metric_median",
+                   "test_metric_q25", "test_metric_q75"]
     columns = GROUP + list(HYPERPARAMETERS) + [
-        "rel_error_mean", "rel_error_std", "time_mean", "time_std",
-        "epsilon_achieved", "delta", "n_seeds", "status", "config_id",
+        "rel_error_mean", "rel_error_std", *holdout, "time_mean", "time_std",
+        "epsilon_achieved", "delta", "n_seeds", "n_configs", "status", "config_id",
     ]
     table = table[columns].dropna(axis="columns", how="all")
     return table.sort_values(GROUP).reset_index(drop=True)
@@ -124,6 +189,7 @@ def markdown_table(table, experiment, nonprivate_inputs=()):
         "",
         pivot_markdown(table, "time_mean", "time_std", star=False),
         "",
+        *_holdout_markdown(table),
         "Selected hyperparameters:",
         "",
         table.to_markdown(index=False, floatfmt=".4g"),
@@ -133,3 +199,22 @@ def markdown_table(table, experiment, nonprivate_inputs=()):
         "",
     ]
     return "\n".join(parts)
+
+
+def _holdout_markdown(table):
+    """Median test metric of the selected configurations, one row per solver and epsilon."""
+    if "test_metric_median" not in table:
+        return []
+    metric = table["metric"].iloc[0]
+    wide = table.pivot_table(index=["solver", "epsilon"], columns="passes",
+                             values="test_metric_median").reset_index()
+    wide.columns = [f"{c} passes" if isinstance(c, (int, np.integer)) else c
+                    for c in wide.columns]
+    return [
+        f"Test {metric} of the final iterate, median over seeds, configuration "
+        f"selected on the validation set ({'highest' if metric == 'accuracy' else 'lowest'} "
+        "median validation value).",
+        "",
+        wide.to_markdown(index=False, floatfmt=".4g"),
+        "",
+    ]

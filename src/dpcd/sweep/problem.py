@@ -30,6 +30,11 @@ class SweepProblem:
         max_i |x_ij|, from which DP-CD-P's crude bounds are derived.
     nonprivate_inputs : list of str
         What the data stage computed from the data without noise.
+    loss : str
+        Name of the datafit (which held-out metric applies).
+    X_val, y_val, X_test, y_test : arrays or None
+        Held-out splits of the processed file (DP-SCD App. E), for the
+        validation and test metrics of each run's final iterate.
     """
 
     X: np.ndarray
@@ -40,6 +45,11 @@ class SweepProblem:
     global_smoothness: float
     max_abs: np.ndarray
     nonprivate_inputs: list = field(default_factory=list)
+    loss: str = ""
+    X_val: np.ndarray = None
+    y_val: np.ndarray = None
+    X_test: np.ndarray = None
+    y_test: np.ndarray = None
 
     @property
     def n_samples(self):
@@ -101,4 +111,9 @@ def load_problem(data_path, problem_spec, smoothness_path):
         global_smoothness=float(constants["global_smoothness"]),
         max_abs=np.asarray(constants["max_abs"], dtype=np.float64),
         nonprivate_inputs=list(dataset.meta.get("nonprivate_inputs", [])),
+        loss=problem_spec["loss"],
+        X_val=None if dataset.X_val is None else dense(dataset.X_val),
+        y_val=dataset.y_val,
+        X_test=None if dataset.X_test is None else dense(dataset.X_test),
+        y_test=dataset.y_test,
     )

@@ -8,6 +8,7 @@ import pandas as pd
 
 from dpcd.sweep.adapters import HYPERPARAMETERS, Budget, get_adapter
 from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
+from dpcd.sweep.metrics import holdout_metrics
 
 
 @dataclass
@@ -21,6 +22,7 @@ class ConfigRecord:
     rel_error: np.ndarray  # shape (n_seeds, passes + 1)
     time: np.ndarray  # shape (n_seeds,), seconds in the kernels
     ledgers: list = field(default_factory=list)
+    holdout: dict = None  # metric name, validation and test values per seed
 
 
 def epsilons_of(privacy_spec):
@@ -86,21 +88,24 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     for config in chunk_configurations(spec, chunk):
         budget = Budget(config["epsilon"], delta, accountant)
         cid = config_id(config)
-        objectives, times, ledgers = [], [], []
+        objectives, times, ledgers, finals = [], [], [], []
         for seed_index, seed in enumerate(seeds):
             estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
             result, ledger = adapter(problem, config, seed, budget, estimate)
             objectives.append(np.asarray(result.objective, dtype=np.float64))
             times.append(float(result.time))
             ledgers.append(ledger)
+            finals.append(result.w)
+        holdout = holdout_metrics(problem, finals)
         objective = np.vstack(objectives)
         rel_error = (objective - f_star) / abs(f_star)
         status = "done" if np.all(np.isfinite(objective)) else "diverged"
         time = np.asarray(times)
         records.append(
-            ConfigRecord(config, cid, status, objective, rel_error, time, ledgers)
+            ConfigRecord(config, cid, status, objective, rel_error, time, ledgers, holdout)
         )
         frame = _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta)
+        _holdout_columns(frame, holdout, objective.shape[1])
         frame["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
         rows.append(frame)
     table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
@@ -139,11 +144,25 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
     return frame
 
 
+def _holdout_columns(frame, holdout, n_points):
+    """Validation/test metric of the final iterate, on each seed's last row only."""
+    if holdout is None:
+        return
+    last = np.zeros(len(frame), dtype=bool)
+    last[n_points - 1::n_points] = True
+    frame["metric"] = holdout["metric"]
+    for name in ("val", "test"):
+        column = np.full(len(frame), np.nan)
+        column[last] = holdout[name]
+        frame[f"{name}_metric"] = column
+
+
 def _empty_table():
     columns = [
         "experiment", "solver", "config_id", "epsilon", "delta", "passes",
         "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
         *HYPERPARAMETERS, "epsilon_achieved", "nonprivate_inputs",
+        "metric", "val_metric", "test_metric",
     ]
     return pd.DataFrame({name: [] for name in columns})
 
@@ -194,6 +213,12 @@ def mlflow_runs(records, spec, problem):
             ("final_rel_error_std", final.std(ddof=1) if final.size > 1 else 0.0, 0),
             ("time_mean", record.time.mean(), 0),
         ]
+        if record.holdout is not None:
+            for name in ("val", "test"):
+                values = record.holdout[name]
+                if np.isfinite(values).any():
+                    metric = f"{name}_{record.holdout['metric']}_median"
+                    metrics.append((metric, float(np.nanmedian(values)), 0))
         ledger = record.ledgers[0]
         tags = {
             "dpcd.experiment": spec["experiment"],

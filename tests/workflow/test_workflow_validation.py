@@ -1,0 +1,95 @@
+"""select_by: validation through the real workflow (DP-SCD App. E style):
+held-out metrics in the tidy tables, selection on validation, the paper figures
+and report page, MLflow. Solvers are plugged in by name: adding one is a line
+of SOLVERS (e.g. ``"dp_scd": {"clip": [0.1, 1.0], "batch_size": [5, 20]}``)."""
+
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from conftest import make_workdir, snakemake
+
+pytestmark = pytest.mark.workflow
+
+SOLVERS = {
+    "cd": {"step": [1.0]},
+    "dp_sgd": {"step": [0.1, 1.0], "clip": [0.1, 1.0], "batch_size": [5, 20]},
+}
+NONPRIVATE = ["cd"]
+
+CONFIG = {
+    "mlflow": {"tracking_uri": "sqlite:///results/mlflow.db"},
+    "report": {
+        "figures": {
+            "fig_eps": {"kind": "metric_vs_epsilon", "experiments": ["ridge", "logit"],
+                        "nonprivate": NONPRIVATE},
+            "fig_obj": {"kind": "objective_vs_passes", "experiments": ["ridge"],
+                        "epsilons": [1.0], "nonprivate": NONPRIVATE},
+            "fig_batch": {"kind": "metric_vs_batch_size", "experiments": ["ridge"],
+                          "epsilons": [1.0], "solvers": ["dp_sgd"]},
+        },
+    },
+    "datasets": {
+        # The stand-in's generator at a small size: 300 rows, the last 60 the test file.
+        "msd": {"source": "yearpredictionmsd_standin",
+                "params": {"n_samples": 300, "n_features": 10, "n_test": 60, "seed": 0}},
+        "log": {"source": "log1", "params": {"n_samples": 200, "n_features": 8, "seed": 0}},
+    },
+    "experiments": {
+        "ridge": {"dataset": "msd", "variant": "maxabs_unitnorm",
+                  "problem": {"loss": "squares", "penalty": "l2", "alpha": 1e-4},
+                  "privacy": {"epsilon": [0.5, 1.0], "delta": 1e-3},
+                  "passes": [3], "seeds": 3, "select_by": "validation", "solvers": SOLVERS},
+        "logit": {"dataset": "log", "variant": "maxabs_unitnorm",
+                  "problem": {"loss": "logistic", "penalty": "l2", "alpha": 1e-4},
+                  "privacy": {"epsilon": [0.5, 1.0], "delta": 1e-3},
+                  "passes": [2], "seeds": 3, "select_by": "validation", "solvers": SOLVERS},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    workdir = make_workdir(tmp_path_factory.mktemp("validation"), CONFIG)
+    snakemake(workdir)
+    return workdir
+
+
+def test_tidy_tables_carry_holdout_metrics(done):
+    runs = pd.read_parquet(done / "results/runs/ridge/dp_sgd/chunk0.parquet")
+    last = runs[runs["pass"] == runs["passes"]]
+    assert set(runs["metric"]) == {"mse"}
+    assert last["val_metric"].notna().all() and last["test_metric"].notna().all()
+    assert runs.loc[runs["pass"] < runs["passes"], "val_metric"].isna().all()
+    logit = pd.read_parquet(done / "results/runs/logit/dp_sgd/chunk0.parquet")
+    acc = logit["test_metric"].dropna()
+    assert set(logit["metric"]) == {"accuracy"} and acc.between(0, 1).all()
+
+
+def test_selection_on_validation_and_median_test_metric(done):
+    runs = pd.concat(pd.read_parquet(p) for p in (done / "results/runs/ridge").glob("*/*.parquet"))
+    table = pd.read_csv(done / "results/tables/ridge.csv")
+    last = runs[runs["pass"] == runs["passes"]]
+    for row in table.itertuples():
+        cell = last[(last["solver"] == row.solver) & (last["epsilon"] == row.epsilon)]
+        medians = cell.groupby("config_id")["val_metric"].median()
+        assert row.config_id == medians.idxmin()  # lowest validation MSE
+        chosen = cell[cell["config_id"] == row.config_id]
+        assert row.test_metric_median == pytest.approx(chosen["test_metric"].median())
+        assert row.n_configs == len(medians)
+    assert set(table.loc[table["solver"] == "dp_sgd", "n_configs"]) == {8}
+    md = (done / "results/tables/ridge.md").read_text()
+    assert "Test mse" in md and "hyperparameter_selection" in md
+
+
+def test_paper_figures_report_and_mlflow(done):
+    for name in ("fig_eps", "fig_obj", "fig_batch"):
+        assert (done / f"results/paper/{name}.png").stat().st_size > 1000
+    report = (done / "results/paper/report.md").read_text()
+    assert "Tuning cost" in report and "| ridge " in report
+    con = sqlite3.connect(done / "results/mlflow.db")
+    names = {r[0] for r in con.execute("select name from experiments")}
+    assert "dpcd/paper" in names
+    keys = {r[0] for r in con.execute("select distinct key from metrics")}
+    assert "test_mse_median" in keys and "val_accuracy_median" in keys
