@@ -24,6 +24,16 @@ def best_overall(runs):
     return runs.merge(best[["solver", "epsilon", "config_id"]])
 
 
+def _decades_axis(ax, values):
+    """Log-like x axis when the points span decades (passes from 0.001 to 20):
+    symlog keeps the starting point 0 on the axis, linear below the smallest
+    positive value."""
+    positive = np.asarray(values, dtype=np.float64)
+    positive = positive[positive > 0]
+    if positive.size and positive.max() / positive.min() >= 100:
+        ax.set_xscale("symlog", linthresh=float(positive.min()))
+
+
 def plot_rel_error(runs, path, x="pass", title=None):
     """Relative error of each solver's best configuration: mean line, min/max band.
 
@@ -52,6 +62,7 @@ def plot_rel_error(runs, path, x="pass", title=None):
     for label, group in stats.groupby("label"):
         ax.fill_between(group[xcol], group["low"], group["high"], alpha=0.2, color=palette[label])
     ax.set_yscale("log")
+    _decades_axis(ax, stats[xcol])
     ax.set_xlabel("passes over the data" if x == "pass" else "time in solver kernels (s)")
     ax.set_ylabel("relative error to non-private optimum")
     ax.legend(title="solver (best configuration)")

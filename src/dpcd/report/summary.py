@@ -26,6 +26,7 @@ def read_published(path):
         raise ValueError(f"{path}: missing columns {sorted(missing)}")
     if table.duplicated(KEY).any():
         raise ValueError(f"{path}: duplicate (experiment, solver, passes) rows")
+    table = table.astype({"passes": np.float64})
     return table[KEY + VALUES]
 
 
@@ -33,6 +34,8 @@ def stack_experiments(tables):
     """Stack per-experiment tables ({experiment: DataFrame}) into one."""
     frames = [table.assign(experiment=name) for name, table in tables.items()]
     stacked = pd.concat(frames, ignore_index=True)
+    # One dtype for the join with the published cells (fractional passes are floats).
+    stacked["passes"] = stacked["passes"].astype(np.float64)
     return stacked[KEY + ["epsilon"] + VALUES + ["config_id"]]
 
 

@@ -15,8 +15,9 @@ GROUP = ["solver", "epsilon", "passes"]
 
 
 def final_iterates(runs):
-    """Rows at the last pass of each run."""
-    return runs[runs["pass"] == runs["passes"]]
+    """Rows at the last pass of each run (float-safe: fractional passes such as 0.001)."""
+    passes = runs["passes"].to_numpy(dtype=np.float64)
+    return runs[np.isclose(runs["pass"].to_numpy(dtype=np.float64), passes, rtol=1e-9, atol=0.0)]
 
 
 def best_configurations(runs):
@@ -89,7 +90,7 @@ def pivot_markdown(table, value, std, star, keys=("solver", "epsilon"), paper=Fa
     keys = list(keys)
     passes = sorted(table["passes"].unique())
     lines = [
-        "| " + " | ".join(keys) + " | " + " | ".join(f"{k} passes" for k in passes) + " |",
+        "| " + " | ".join(keys) + " | " + " | ".join(f"{k:g} passes" for k in passes) + " |",
         "|" + "---|" * (len(passes) + len(keys)),
     ]
     for key, group in table.groupby(keys, sort=True):

@@ -60,7 +60,8 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     ----------
     spec : dict
         The solve rule's params (experiment, solver, grid, passes, privacy,
-        seeds, base_seed, chunks, ...).
+        seeds, base_seed, chunks, ...); ``adapter`` names the solver a named
+        variant runs (default: ``solver``).
     chunk : int
         Which chunk of the configurations to run.
     problem : SweepProblem
@@ -77,7 +78,9 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     records : list of ConfigRecord
         One per configuration, for MLflow.
     """
-    adapter = get_adapter(spec["solver"])
+    # A named variant (config entry {solver: dp_gcd, rule: gs_q}) runs the
+    # adapter ``spec["adapter"]``; its rows and curves keep the entry's name.
+    adapter = get_adapter(spec.get("adapter", spec["solver"]))
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
@@ -86,11 +89,12 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     for config in chunk_configurations(spec, chunk):
         budget = Budget(config["epsilon"], delta, accountant)
         cid = config_id(config)
-        objectives, times, ledgers = [], [], []
+        objectives, times, ledgers, checkpoints = [], [], [], []
         for seed_index, seed in enumerate(seeds):
             estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
             result, ledger = adapter(problem, config, seed, budget, estimate)
             objectives.append(np.asarray(result.objective, dtype=np.float64))
+            checkpoints.append(result.passes_done)
             times.append(float(result.time))
             ledgers.append(ledger)
         objective = np.vstack(objectives)
@@ -100,17 +104,23 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
         records.append(
             ConfigRecord(config, cid, status, objective, rel_error, time, ledgers)
         )
-        frame = _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta)
+        frame = _tidy_rows(
+            spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
+            checkpoints[0],
+        )
         frame["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
         rows.append(frame)
     table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
     return table, records
 
 
-def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta):
+def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
+               checkpoints):
     n_seeds, n_points = objective.shape
     passes = config["passes"]
-    pass_index = np.tile(np.arange(n_points), n_seeds)
+    # The pass column is the solver's own checkpoints (float: 0, 1, ..., and
+    # the fractional end), the same for every seed of a configuration.
+    pass_index = np.tile(np.asarray(checkpoints, dtype=np.float64), n_seeds)
     # Every pass costs the same, so the time at pass k is k/passes of the total.
     elapsed = np.repeat(time, n_points) * pass_index / passes
     frame = pd.DataFrame(
@@ -120,7 +130,7 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
             "config_id": cid,
             "epsilon": float(config["epsilon"]),
             "delta": delta,
-            "passes": int(passes),
+            "passes": passes,  # int for integer grids, float for fractional ones
             "seed_index": np.repeat(np.arange(n_seeds), n_points),
             "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n_points),
             "pass": pass_index,
