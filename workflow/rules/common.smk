@@ -151,5 +151,6 @@ def final_outputs():
             f"results/tables/{name}.md",
             f"results/figures/{name}_rel_error.png",
             f"results/figures/{name}_rel_error_time.png",
+            f"results/figures/{name}_solution.png",
         ]
     return outputs

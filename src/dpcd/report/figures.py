@@ -71,3 +71,40 @@ def plot_rel_error(runs, path, x="pass", title=None):
     fig.tight_layout()
     fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
+
+
+def quasi_sparsity_alpha(w, tau=5):
+    """Smallest alpha such that ``w`` is (alpha, tau)-quasi-sparse (DP-GCD
+    Section 4.4): at most ``tau`` entries exceed alpha in magnitude, i.e. the
+    (tau + 1)-th largest |w_j| (0 when w has at most tau entries)."""
+    magnitude = np.sort(np.abs(np.asarray(w, dtype=np.float64)))[::-1]
+    return float(magnitude[tau]) if magnitude.size > tau else 0.0
+
+
+def plot_solution_histogram(w, path, tau=5, title=None):
+    """Histogram of |w*| with the alpha of (alpha, tau)-quasi-sparsity (DP-GCD
+    Figure 2); logarithmic counts, as the paper's.
+
+    Parameters
+    ----------
+    w : array, shape (n_features,)
+        Non-private solution (the reference stage's ``w``).
+    path : str
+        PNG file to write.
+    tau : int, default=5
+    title : str, optional
+    """
+    magnitude = np.abs(np.asarray(w, dtype=np.float64))
+    alpha = quasi_sparsity_alpha(magnitude, tau)
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.hist(magnitude, bins=50, color=sns.color_palette()[0])
+    ax.axvline(alpha, color="purple", label=f"alpha = {alpha:.3g} ((alpha, {tau})-quasi-sparse)")
+    ax.set_yscale("log")
+    ax.set_xlabel("|w*_j|")
+    ax.set_ylabel("number of coordinates")
+    ax.legend()
+    ax.set_title((title + ": " if title else "") + f"||w*||_0 = {np.count_nonzero(magnitude)}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, format="png")
+    plt.close(fig)

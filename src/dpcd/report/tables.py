@@ -57,6 +57,9 @@ def summary_table(runs):
     """
     best = best_configurations(runs)
     last = final_iterates(runs).merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
+    for name in ("nnz_correct", "nnz_incorrect"):  # tables written before Table 3
+        if name not in last:
+            last = last.assign(**{name: np.nan})
     aggregated = last.groupby(GROUP + ["config_id"], as_index=False).agg(
         rel_error_mean=("rel_error", "mean"),
         rel_error_std=("rel_error", "std"),
@@ -66,12 +69,16 @@ def summary_table(runs):
         delta=("delta", "first"),
         n_seeds=("seed", "nunique"),
         status=("status", "first"),
+        # Final iterate's support against w* (DP-GCD Table 3), mean over seeds.
+        nnz_correct=("nnz_correct", "mean"),
+        nnz_incorrect=("nnz_incorrect", "mean"),
     )
     hyper = last.groupby("config_id")[list(HYPERPARAMETERS)].first().reset_index()
     table = aggregated.merge(hyper, on="config_id")
     columns = GROUP + list(HYPERPARAMETERS) + [
         "rel_error_mean", "rel_error_std", "time_mean", "time_std",
         "epsilon_achieved", "delta", "n_seeds", "status", "config_id",
+        "nnz_correct", "nnz_incorrect",
     ]
     table = table[columns].dropna(axis="columns", how="all")
     return table.sort_values(GROUP).reset_index(drop=True)

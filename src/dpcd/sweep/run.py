@@ -53,7 +53,14 @@ def _private_estimate(estimates, epsilon, seed_index):
     )
 
 
-def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
+def support_counts(w, w_star):
+    """Coordinates of ``w`` correctly / incorrectly non-zero w.r.t. ``w_star``
+    (DP-GCD Table 3): ``(|supp w ∩ supp w*|, |supp w minus supp w*|)``."""
+    nonzero, true = np.asarray(w) != 0, np.asarray(w_star) != 0
+    return int(np.sum(nonzero & true)), int(np.sum(nonzero & ~true))
+
+
+def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None):
     """Run every configuration of one chunk over all seeds.
 
     Parameters
@@ -70,6 +77,9 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
         Non-private optimum, for the relative error (F - F*) / F*.
     private_estimates : dict, optional
         Output of the private smoothness stage (DP-CD-P only).
+    w_star : array, shape (n_features,), optional
+        Non-private solution: each run's final iterate is compared with its
+        support (columns ``nnz_correct``, ``nnz_incorrect``; NaN without it).
 
     Returns
     -------
@@ -89,12 +99,14 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     for config in chunk_configurations(spec, chunk):
         budget = Budget(config["epsilon"], delta, accountant)
         cid = config_id(config)
-        objectives, times, ledgers, checkpoints = [], [], [], []
+        objectives, times, ledgers, checkpoints, supports = [], [], [], [], []
         for seed_index, seed in enumerate(seeds):
             estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
             result, ledger = adapter(problem, config, seed, budget, estimate)
             objectives.append(np.asarray(result.objective, dtype=np.float64))
             checkpoints.append(result.passes_done)
+            if w_star is not None:
+                supports.append(support_counts(result.w, w_star))
             times.append(float(result.time))
             ledgers.append(ledger)
         objective = np.vstack(objectives)
@@ -109,6 +121,9 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
             checkpoints[0],
         )
         frame["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
+        counts = np.asarray(supports, dtype=np.float64).reshape(-1, 2) if supports else None
+        for k, name in enumerate(("nnz_correct", "nnz_incorrect")):
+            frame[name] = np.nan if counts is None else np.repeat(counts[:, k], objective.shape[1])
         rows.append(frame)
     table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
     return table, records
@@ -154,6 +169,7 @@ def _empty_table():
         "experiment", "solver", "config_id", "epsilon", "delta", "passes",
         "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
         *HYPERPARAMETERS, "epsilon_achieved", "nonprivate_inputs",
+        "nnz_correct", "nnz_incorrect",
     ]
     return pd.DataFrame({name: [] for name in columns})
 
