@@ -41,10 +41,10 @@ def cmd_smoothness(args):
     """Exact coordinate-wise smoothness constants of one dataset and loss."""
     from dpcd.data import load_dataset
     from dpcd.problems import make_problem
-    from dpcd.sweep.problem import dense
+    from dpcd.sweep.problem import as_solver_input
 
     dataset = load_dataset(args.data)
-    X = dense(dataset.X)
+    X = as_solver_input(dataset.X)  # sparse stays sparse (dorothea)
     datafit, _ = make_problem(args.loss, "none", 0.0)
     smoothness = datafit.coordinate_smoothness(X)
     zero = np.flatnonzero(smoothness <= 0)
@@ -61,7 +61,8 @@ def cmd_smoothness(args):
             "n_features": int(X.shape[1]),
             "smoothness": smoothness.tolist(),
             "global_smoothness": float(datafit.global_smoothness(X)),
-            "max_abs": np.abs(X).max(axis=0).tolist(),
+            "max_abs": np.ravel(abs(X).max(axis=0).toarray() if hasattr(X, "toarray")
+                                else np.abs(X).max(axis=0)).tolist(),
         },
     )
 
@@ -71,11 +72,15 @@ def cmd_private_smoothness(args):
     from dpcd import privacy
     from dpcd.data import load_dataset
     from dpcd.problems import make_problem
-    from dpcd.sweep.problem import dense
     from dpcd.sweep.run import epsilons_of
 
     spec = json.loads(args.spec)
-    X = dense(load_dataset(args.data).X)
+    X = load_dataset(args.data).X
+    if hasattr(X, "toarray"):
+        raise ValueError(
+            f"{args.data}: sparse X; the private smoothness estimate (dp_cd_p) takes "
+            "dense data, and sparse datasets are never densified"
+        )
     datafit, _ = make_problem(spec["loss"], "none", 0.0)
     fraction = spec["smoothness_fraction"]
     estimates = []
@@ -102,15 +107,15 @@ def cmd_reference(args):
     from dpcd import solvers
     from dpcd.data import load_dataset
     from dpcd.problems import make_problem
-    from dpcd.sweep.problem import dense
+    from dpcd.sweep.problem import as_solver_input
 
     problem = json.loads(args.problem)
     dataset = load_dataset(args.data)
-    X, y = dense(dataset.X), np.asarray(dataset.y, dtype=np.float64)
+    X, y = as_solver_input(dataset.X), np.asarray(dataset.y, dtype=np.float64)
     datafit, penalty = make_problem(
         problem["loss"], problem["penalty"], problem.get("alpha", 0.0), problem.get("l1_ratio", 0.5)
     )
-    result = solvers.reference_solve(np.asfortranarray(X), y, datafit, penalty, tol=args.tol)
+    result = solvers.reference_solve(X, y, datafit, penalty, tol=args.tol)
     f_star = float(result.objective[-1])
     log.info("F* = %.12g (%s)", f_star, result.extra)
     write_json(
@@ -161,7 +166,10 @@ def cmd_solve(args):
     split["jit"] = time.perf_counter() - start
     calibration0 = cache.STATS["seconds"]
     start = time.perf_counter()
-    table, records = run_chunk(spec, args.chunk, problem, reference["objective"], private)
+    w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
+    table, records = run_chunk(
+        spec, args.chunk, problem, reference["objective"], private, w_star=w_star
+    )
     log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
     split["calibration"] = cache.STATS["seconds"] - calibration0
     split["kernels"] = float(sum(record.time.sum() for record in records))
@@ -185,7 +193,10 @@ def cmd_aggregate(args):
     """Tables and figures of one experiment, logged to its parent run."""
     import pandas as pd
 
-    from dpcd.report import markdown_table, plot_rel_error, summary_table
+    from dpcd.report import (
+        markdown_table, plot_rel_error, plot_solution_histogram, quasi_sparsity_alpha,
+        summary_table,
+    )
     from dpcd.tracking import log_experiment_artifacts
 
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
@@ -203,15 +214,21 @@ def cmd_aggregate(args):
     for path, x in ((args.figure_passes, "pass"), (args.figure_time, "time")):
         atomic_write(path, lambda tmp: plot_rel_error(
             runs, tmp, x=x, title=args.experiment, select_by=spec.get("select_by", "last_objective")))
+    w_star = np.asarray(read_json(args.reference)["w"], dtype=np.float64)
+    atomic_write(args.figure_solution,
+                 lambda tmp: plot_solution_histogram(w_star, tmp, title=args.experiment))
     best = table.loc[table.groupby("solver")["rel_error_mean"].idxmin()]
     metrics = {f"best_rel_error.{row.solver}": row.rel_error_mean for row in best.itertuples()}
     if "test_metric_median" in table:
         # One value per (solver, epsilon): the largest passes budget's test metric.
         for row in table.sort_values("passes").groupby(["solver", "epsilon"]).last().reset_index().itertuples():
             metrics[f"test_{row.metric}.{row.solver}.eps{row.epsilon:g}"] = row.test_metric_median
+    # DP-GCD Figure 2 / Table 3: sparsity of the non-private solution.
+    metrics["w_star_nnz"] = int(np.count_nonzero(w_star))
+    metrics["w_star_alpha_5"] = quasi_sparsity_alpha(w_star, 5)
     info = read_json(args.mlflow)
     log_experiment_artifacts(
-        info, [args.csv, args.md, args.figure_passes, args.figure_time],
+        info, [args.csv, args.md, args.figure_passes, args.figure_time, args.figure_solution],
         tags={"privacy.nonprivate_inputs": ",".join(sorted(nonprivate))},
         metrics=metrics,
     )
@@ -330,6 +347,8 @@ def register(subparsers):
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
     p.add_argument("--figure-passes", required=True)
+    p.add_argument("--figure-solution", required=True,
+                   help="histogram of |w*| (DP-GCD Figure 2)")
     p.add_argument("--figure-time", required=True)
 
     p = add("summary", cmd_summary, "tables across experiments, beside published values")

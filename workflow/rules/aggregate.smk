@@ -19,6 +19,11 @@ rule aggregate:
             caption="../report/rel_error_time.rst",
             category="Running time",
         ),
+        solution=report(
+            "results/figures/{experiment}_solution.png",
+            caption="../report/solution.rst",
+            category="Non-private solution",
+        ),
     log:
         "results/logs/aggregate/{experiment}.log",
     benchmark:
@@ -31,7 +36,8 @@ rule aggregate:
         "dpcd aggregate --experiment {wildcards.experiment} --spec {params.spec:q}"
         " --runs {input.runs} --reference {input.reference} --mlflow {input.mlflow}"
         " --csv {output.csv} --md {output.md} --figure-passes {output.rel_error}"
-        " --figure-time {output.rel_error_time} 2> {log}"
+        " --figure-time {output.rel_error_time} --figure-solution {output.solution}"
+        " 2> {log}"
 
 
 # Stage 6: Tables 2 and 3 across experiments, next to the published cells if

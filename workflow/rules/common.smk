@@ -63,9 +63,20 @@ def smoothness_path(wildcards):
     )
 
 
+def solver_entry(exp, name):
+    """(solver run, grid, passes) of solver entry ``name``: a solver's own name,
+    or a named variant {solver: dp_gcd, rule: gs_q, ...}; an entry's
+    ``passes`` replaces the experiment's."""
+    entry = dict(exp["solvers"][name])
+    solver = entry.pop("solver", name)
+    passes = entry.pop("passes", exp["passes"])
+    return solver, entry, passes
+
+
 def private_smoothness_inputs(wildcards):
     """The private smoothness estimate, only for solvers that use one."""
-    if wildcards.solver == "dp_cd_p":
+    exp = _experiment(wildcards.experiment)
+    if solver_entry(exp, wildcards.solver)[0] == "dp_cd_p":
         return f"results/smoothness/private/{wildcards.experiment}.json"
     return []
 
@@ -83,7 +94,11 @@ def private_smoothness_params(wildcards):
             "seeds": exp["seeds"],
             "base_seed": exp["base_seed"],
             "loss": exp["problem"]["loss"],
-            "smoothness_fraction": exp["solvers"]["dp_cd_p"]["smoothness_fraction"],
+            "smoothness_fraction": next(
+                solver_entry(exp, name)[1]["smoothness_fraction"]
+                for name in sorted(exp["solvers"])
+                if solver_entry(exp, name)[0] == "dp_cd_p"
+            ),
         }
     )
 
@@ -91,14 +106,18 @@ def private_smoothness_params(wildcards):
 def solve_params(wildcards):
     """Everything one solver's sweep reads, and nothing of the other solvers."""
     exp = _experiment(wildcards.experiment)
-    keys = ("dataset", "variant", "problem", "privacy", "passes", "seeds", "base_seed")
+    keys = ("dataset", "variant", "problem", "privacy", "seeds", "base_seed")
     spec = {key: exp[key] for key in keys}
+    solver, grid, passes = solver_entry(exp, wildcards.solver)
     spec.update(
         experiment=wildcards.experiment,
         solver=wildcards.solver,
-        grid=exp["solvers"][wildcards.solver],
+        grid=grid,
+        passes=passes,
         chunks=exp["chunks"],
     )
+    if solver != wildcards.solver:
+        spec["adapter"] = solver  # only variants carry it: DP-CD specs are unchanged
     return _json(spec)
 
 
@@ -150,5 +169,6 @@ def final_outputs():
             f"results/tables/{name}.md",
             f"results/figures/{name}_rel_error.png",
             f"results/figures/{name}_rel_error_time.png",
+            f"results/figures/{name}_solution.png",
         ]
     return outputs

@@ -12,12 +12,18 @@ References
 """
 import numpy as np
 
+import scipy.sparse as sp
+
 from dpcd.problems import _jit
 
 
 def _largest_eigenvalue_gram(X):
     """Largest eigenvalue of ``X^T X`` (squared spectral norm of X)."""
     n_samples, n_features = X.shape
+    if sp.issparse(X) and min(n_samples, n_features) <= 2000:
+        # dorothea (800 x 88 119): the small Gram matrix, X never densified
+        gram = X.T @ X if n_features <= n_samples else X @ X.T
+        return float(np.linalg.eigvalsh(gram.toarray())[-1])
     if n_features <= 2000:
         # O(n p^2): the p x p Gram matrix, then its top eigenvalue
         return float(np.linalg.eigvalsh(X.T @ X)[-1])
@@ -103,6 +109,9 @@ class BaseDatafit:
         -------
         M : array, shape (n_features,)
         """
+        if sp.issparse(X):  # column norms without densifying
+            sq = np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel()
+            return self._sample_constant * sq / X.shape[0]
         X = np.asarray(X, dtype=np.float64)
         return self._sample_constant * np.einsum("ij,ij->j", X, X) / X.shape[0]
 
@@ -112,7 +121,8 @@ class BaseDatafit:
         ``2 lambda_max(X^T X) / n`` for squares, ``lambda_max(X^T X) / (4 n)``
         for logistic; DP-SGD uses the step ``gamma / beta``.
         """
-        X = np.asarray(X, dtype=np.float64)
+        if not sp.issparse(X):
+            X = np.asarray(X, dtype=np.float64)
         return self._sample_constant * _largest_eigenvalue_gram(X) / X.shape[0]
 
 

@@ -31,6 +31,16 @@ def best_overall(runs, select_by="last_objective"):
     return runs.merge(best[["solver", "epsilon", "config_id"]])
 
 
+def _decades_axis(ax, values):
+    """Log-like x axis when the points span decades (passes from 0.001 to 20):
+    symlog keeps the starting point 0 on the axis, linear below the smallest
+    positive value."""
+    positive = np.asarray(values, dtype=np.float64)
+    positive = positive[positive > 0]
+    if positive.size and positive.max() / positive.min() >= 100:
+        ax.set_xscale("symlog", linthresh=float(positive.min()))
+
+
 def plot_rel_error(runs, path, x="pass", title=None, select_by="last_objective"):
     """Relative error of each solver's best configuration: mean line, min/max band.
 
@@ -61,11 +71,49 @@ def plot_rel_error(runs, path, x="pass", title=None, select_by="last_objective")
     for label, group in stats.groupby("label"):
         ax.fill_between(group[xcol], group["low"], group["high"], alpha=0.2, color=palette[label])
     ax.set_yscale("log")
+    _decades_axis(ax, stats[xcol])
     ax.set_xlabel("passes over the data" if x == "pass" else "time in solver kernels (s)")
     ax.set_ylabel("relative error to non-private optimum")
     ax.legend(title="solver (best configuration)")
     if title:
         ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, format="png")
+    plt.close(fig)
+
+
+def quasi_sparsity_alpha(w, tau=5):
+    """Smallest alpha such that ``w`` is (alpha, tau)-quasi-sparse (DP-GCD
+    Section 4.4): at most ``tau`` entries exceed alpha in magnitude, i.e. the
+    (tau + 1)-th largest |w_j| (0 when w has at most tau entries)."""
+    magnitude = np.sort(np.abs(np.asarray(w, dtype=np.float64)))[::-1]
+    return float(magnitude[tau]) if magnitude.size > tau else 0.0
+
+
+def plot_solution_histogram(w, path, tau=5, title=None):
+    """Histogram of |w*| with the alpha of (alpha, tau)-quasi-sparsity (DP-GCD
+    Figure 2); logarithmic counts, as the paper's.
+
+    Parameters
+    ----------
+    w : array, shape (n_features,)
+        Non-private solution (the reference stage's ``w``).
+    path : str
+        PNG file to write.
+    tau : int, default=5
+    title : str, optional
+    """
+    magnitude = np.abs(np.asarray(w, dtype=np.float64))
+    alpha = quasi_sparsity_alpha(magnitude, tau)
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.hist(magnitude, bins=50, color=sns.color_palette()[0])
+    ax.axvline(alpha, color="purple", label=f"alpha = {alpha:.3g} ((alpha, {tau})-quasi-sparse)")
+    ax.set_yscale("log")
+    ax.set_xlabel("|w*_j|")
+    ax.set_ylabel("number of coordinates")
+    ax.legend()
+    ax.set_title((title + ": " if title else "") + f"||w*||_0 = {np.count_nonzero(magnitude)}")
     fig.tight_layout()
     fig.savefig(path, dpi=120, format="png")
     plt.close(fig)

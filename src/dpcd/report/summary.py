@@ -16,6 +16,9 @@ from dpcd.report.tables import pivot_markdown
 KEY = ["experiment", "solver", "passes"]
 ROWS = ("experiment", "solver", "epsilon")
 VALUES = ["rel_error_mean", "rel_error_std", "time_mean", "time_std"]
+# Optional columns (DP-GCD Tables 3 and 4): support of the final iterate
+# against w*, and the selected hyperparameters.
+EXTRA = ["nnz_correct", "nnz_incorrect", "step", "clip"]
 
 
 def read_published(path):
@@ -26,14 +29,17 @@ def read_published(path):
         raise ValueError(f"{path}: missing columns {sorted(missing)}")
     if table.duplicated(KEY).any():
         raise ValueError(f"{path}: duplicate (experiment, solver, passes) rows")
-    return table[KEY + VALUES]
+    table = table.astype({"passes": np.float64})
+    return table[KEY + VALUES + [c for c in EXTRA if c in table]]
 
 
 def stack_experiments(tables):
     """Stack per-experiment tables ({experiment: DataFrame}) into one."""
     frames = [table.assign(experiment=name) for name, table in tables.items()]
     stacked = pd.concat(frames, ignore_index=True)
-    return stacked[KEY + ["epsilon"] + VALUES + ["config_id"]]
+    # One dtype for the join with the published cells (fractional passes are floats).
+    stacked["passes"] = stacked["passes"].astype(np.float64)
+    return stacked[KEY + ["epsilon"] + VALUES + ["config_id"] + [c for c in EXTRA if c in stacked]]
 
 
 def compare(ours, published=None, factor=2.0):
@@ -58,7 +64,7 @@ def compare(ours, published=None, factor=2.0):
     table = ours.copy()
     if published is None:
         return table
-    paper = published.rename(columns={v: f"paper_{v}" for v in VALUES})
+    paper = published.rename(columns={v: f"paper_{v}" for v in VALUES + EXTRA})
     table = table.merge(paper, on=KEY, how="left")
     with np.errstate(divide="ignore", invalid="ignore"):
         table["error_ratio"] = table["rel_error_mean"] / table["paper_rel_error_mean"]
@@ -79,6 +85,67 @@ def winners(table, solvers=("dp_cd", "dp_sgd")):
     out = wide[[first, second]].dropna().reset_index()
     out["winner"] = np.where(out[first] < out[second], first, second)
     return out
+
+
+def best_per_solver(table):
+    """Per (experiment, solver, epsilon): the passes budget with the lowest error
+    (passes tuned like the other hyperparameters, DP-GCD Table 4)."""
+    ok = table[table["rel_error_mean"].notna()]
+    index = ok.groupby(["experiment", "solver", "epsilon"])["rel_error_mean"].idxmin()
+    return table.loc[index].reset_index(drop=True)
+
+
+def _published_row(table, experiment, solver):
+    """The published cell of (experiment, solver), wherever its passes are."""
+    if "paper_rel_error_mean" not in table:
+        return None
+    rows = table[(table["experiment"] == experiment) & (table["solver"] == solver)]
+    cols = [c for c in rows if c.startswith("paper_")]
+    rows = rows[rows[cols].notna().any(axis=1)]
+    return None if rows.empty else rows.iloc[0]
+
+
+def support_markdown(table):
+    """DP-GCD Table 3: coordinates correctly / incorrectly non-zero and the
+    relative gap of each solver's best configuration, published in parentheses."""
+    if "nnz_correct" not in table or table["nnz_correct"].isna().all():
+        return ""
+    best = best_per_solver(table)
+    best = best[best["nnz_correct"].notna()]
+    lines = ["| experiment | solver | correct / incorrect (rel. gap) | published |", "|---|---|---|---|"]
+    for row in best.itertuples():
+        paper = _published_row(table, row.experiment, row.solver)
+        cell = ""
+        if paper is not None and not pd.isna(paper.get("paper_nnz_correct", np.nan)):
+            cell = (f"{paper['paper_nnz_correct']:g} / {paper['paper_nnz_incorrect']:g} "
+                    f"({paper['paper_rel_error_mean']:.2g})")
+        lines.append(
+            f"| {row.experiment} | {row.solver} | {row.nnz_correct:.3g} / "
+            f"{row.nnz_incorrect:.3g} ({row.rel_error_mean:.2g}) | {cell} |"
+        )
+    return "\n".join(lines)
+
+
+def hyperparameters_markdown(table):
+    """DP-GCD Table 4: each solver's selected passes, clipping threshold and
+    step size, published in parentheses."""
+    if not {"step", "clip"} <= set(table):
+        return ""
+    best = best_per_solver(table)
+    lines = ["| experiment | solver | passes | clip | step |", "|---|---|---|---|---|"]
+    for row in best.itertuples():
+        paper = _published_row(table, row.experiment, row.solver)
+        cells = []
+        for name, value in (("passes", row.passes), ("clip", row.clip), ("step", row.step)):
+            cell = "" if pd.isna(value) else f"{value:.3g}"
+            ref = None if paper is None else (paper["passes"] if name == "passes" else paper.get(f"paper_{name}"))
+            if paper is not None and name == "passes" and pd.isna(paper.get("paper_step", np.nan)):
+                ref = None
+            if ref is not None and not pd.isna(ref):
+                cell += f" ({ref:.3g})"
+            cells.append(cell)
+        lines.append(f"| {row.experiment} | {row.solver} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def summary_markdown(table, factor=2.0):
@@ -130,6 +197,30 @@ def summary_markdown(table, factor=2.0):
                 ratio.reset_index().to_markdown(index=False, floatfmt=".3g"),
                 "",
             ]
+    support = support_markdown(table)
+    if support:
+        parts += [
+            "## Support recovery (DP-GCD Table 3)",
+            "",
+            "Coordinates of the final iterate correctly / incorrectly non-zero "
+            "against the non-private solution w*, mean over seeds, and relative "
+            "gap, for each solver's best configuration (passes tuned)."
+            + (" Published values beside." if with_paper else ""),
+            "",
+            support,
+            "",
+        ]
+    hyper = hyperparameters_markdown(table)
+    if hyper:
+        parts += [
+            "## Selected hyperparameters (DP-GCD Table 4)",
+            "",
+            "Best configuration of each solver over its whole grid (passes "
+            "included)." + (" Published values in parentheses." if with_paper else ""),
+            "",
+            hyper,
+            "",
+        ]
     if with_paper:
         flagged = table[table["differs"].fillna(False)]
         parts += [

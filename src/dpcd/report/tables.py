@@ -24,8 +24,9 @@ GROUP = ["solver", "epsilon", "passes"]
 
 
 def final_iterates(runs):
-    """Rows at the last pass of each run."""
-    return runs[runs["pass"] == runs["passes"]]
+    """Rows at the last pass of each run (float-safe: fractional passes such as 0.001)."""
+    passes = runs["passes"].to_numpy(dtype=np.float64)
+    return runs[np.isclose(runs["pass"].to_numpy(dtype=np.float64), passes, rtol=1e-9, atol=0.0)]
 
 
 def last_checkpoints(runs):
@@ -106,6 +107,9 @@ def summary_table(runs, select_by="last_objective"):
     """
     best = best_configurations(runs, select_by)
     last = final_iterates(runs).merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
+    for name in ("nnz_correct", "nnz_incorrect"):  # tables written before Table 3
+        if name not in last:
+            last = last.assign(**{name: np.nan})
     aggregated = last.groupby(GROUP + ["config_id"], as_index=False).agg(
         rel_error_mean=("rel_error", "mean"),
         rel_error_std=("rel_error", "std"),
@@ -115,6 +119,9 @@ def summary_table(runs, select_by="last_objective"):
         delta=("delta", "first"),
         n_seeds=("seed", "nunique"),
         status=("status", "first"),
+        # Final iterate's support against w* (DP-GCD Table 3), mean over seeds.
+        nnz_correct=("nnz_correct", "mean"),
+        nnz_incorrect=("nnz_incorrect", "mean"),
     )
     hyper = last.groupby("config_id")[list(HYPERPARAMETERS)].first().reset_index()
     table = aggregated.merge(hyper, on="config_id")
@@ -136,6 +143,7 @@ def summary_table(runs, select_by="last_objective"):
     columns = GROUP + list(HYPERPARAMETERS) + [
         "rel_error_mean", "rel_error_std", *holdout, "time_mean", "time_std",
         "epsilon_achieved", "delta", "n_seeds", "n_configs", "status", "config_id",
+        "nnz_correct", "nnz_incorrect",
     ]
     table = table[columns].dropna(axis="columns", how="all")
     return table.sort_values(GROUP).reset_index(drop=True)
@@ -154,7 +162,7 @@ def pivot_markdown(table, value, std, star, keys=("solver", "epsilon"), paper=Fa
     keys = list(keys)
     passes = sorted(table["passes"].unique())
     lines = [
-        "| " + " | ".join(keys) + " | " + " | ".join(f"{k} passes" for k in passes) + " |",
+        "| " + " | ".join(keys) + " | " + " | ".join(f"{k:g} passes" for k in passes) + " |",
         "|" + "---|" * (len(passes) + len(keys)),
     ]
     for key, group in table.groupby(keys, sort=True):

@@ -28,7 +28,7 @@ def run_cd(problem, config, seed, budget, private_smoothness=None):
     """Non-private randomized proximal CD (DP-CD's kernel, no noise, no clipping)."""
     p = problem.n_features
     result = solvers.dp_cd(
-        problem.X_fortran, problem.y, problem.datafit, problem.penalty,
+        problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=problem.smoothness, step=config["step"],
         clip=np.full(p, np.inf), noise_scales=np.zeros(p),
         passes=config["passes"], seed=seed, check_input=False,
@@ -45,7 +45,7 @@ def run_dp_cd(problem, config, seed, budget, private_smoothness=None):
         budget.epsilon, budget.delta, accountant=budget.accountant,
     )
     result = solvers.dp_cd(
-        problem.X_fortran, problem.y, problem.datafit, problem.penalty,
+        problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=smoothness, step=config["step"], clip=clip,
         noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed, check_input=False,
     )
@@ -69,7 +69,7 @@ def run_dp_cd_p(problem, config, seed, budget, private_smoothness=None):
         accountant=budget.accountant,
     )
     result = solvers.dp_cd(
-        problem.X_fortran, problem.y, problem.datafit, problem.penalty,
+        problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=smoothness, step=config["step"], clip=clip,
         noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed, check_input=False,
     )
@@ -86,7 +86,7 @@ def run_dp_sgd(problem, config, seed, budget, private_smoothness=None):
         budget.epsilon, budget.delta, accountant=budget.accountant,
     )
     result = solvers.dp_sgd(
-        problem.X_c, problem.y, problem.datafit, problem.penalty,
+        problem.X_rows, problem.y, problem.datafit, problem.penalty,
         step=config["step"], clip=config["clip"],
         noise_scale=calibration.noise_scales, passes=config["passes"],
         seed=seed, batch_size=batch_size,

@@ -26,6 +26,16 @@ def expand_grid(values):
     return [v if isinstance(v, int) else float(v) for v in values]
 
 
+def _passes(value):
+    """Integral values as int (ids unchanged for integer grids), others as float."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"passes must be finite and > 0, got {value!r}")
+    return value
+
+
 def configurations(solver, grid, passes, epsilons):
     """All configurations of one solver, in a deterministic order.
 
@@ -36,8 +46,10 @@ def configurations(solver, grid, passes, epsilons):
     grid : dict
         Hyperparameter name -> grid entry (see :func:`expand_grid`); scalar
         entries (e.g. ``smoothness_fraction``) are constants, not axes.
-    passes : list of int
+    passes : list of int or float
         Numbers of passes; each is a separate run since the noise depends on it.
+        Kept as given: integers stay integers (so DP-CD configurations keep
+        their ids), fractions such as 0.001 stay floats (DP-GCD paper, Table 2).
     epsilons : list of float
         Target epsilons; each is a separate run.
 
@@ -47,7 +59,7 @@ def configurations(solver, grid, passes, epsilons):
         One dict per configuration with keys ``solver``, ``epsilon``,
         ``passes`` and the hyperparameters.
     """
-    axes = {"epsilon": [float(e) for e in epsilons], "passes": [int(k) for k in passes]}
+    axes = {"epsilon": [float(e) for e in epsilons], "passes": [_passes(k) for k in passes]}
     constants = {}
     for name in sorted(grid):
         value = grid[name]

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import scipy.sparse as sp
 
 from dpcd.data import load_dataset
 from dpcd.problems import make_problem
@@ -17,8 +18,9 @@ class SweepProblem:
 
     Attributes
     ----------
-    X : ndarray, shape (n_samples, n_features)
-        Design matrix (float64).
+    X : ndarray or scipy.sparse.csc_matrix, shape (n_samples, n_features)
+        Design matrix (float64); a sparse dataset (dorothea) stays CSC and is
+        never densified: solvers get it through :attr:`X_cols` / :attr:`X_rows`.
     y : ndarray, shape (n_samples,)
         Labels.
     datafit, penalty : objects from :mod:`dpcd.problems`
@@ -59,20 +61,69 @@ class SweepProblem:
     def n_features(self):
         return self.X.shape[1]
 
+    @property
+    def is_sparse(self):
+        """True when X is a scipy sparse (CSC) matrix."""
+        return sp.issparse(self.X)
+
+    @property
+    def X_csc(self):
+        """The sparse design matrix (CSC, float64, sorted indices)."""
+        if not self.is_sparse:
+            raise TypeError("X_csc: this problem's X is dense; use X_fortran / X_c")
+        return self.X
+
     @cached_property
     def X_fortran(self):
         """X column-major, as coordinate updates walk it (converted once)."""
+        self._refuse_sparse("X_fortran")
         return np.asfortranarray(self.X, dtype=np.float64)
 
     @cached_property
     def X_c(self):
         """X row-major, as sample-wise (SGD) updates walk it (converted once)."""
+        self._refuse_sparse("X_c")
         return np.ascontiguousarray(self.X, dtype=np.float64)
 
+    @property
+    def X_cols(self):
+        """X as coordinate solvers take it: CSC when sparse, else column-major."""
+        return self.X_csc if self.is_sparse else self.X_fortran
 
-def dense(X):
-    """Solvers walk dense arrays; sparse matrices are densified here, once."""
-    return X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+    @property
+    def X_rows(self):
+        """X as sample-wise solvers take it: CSC when sparse (the solvers accept
+        scipy sparse input), else row-major."""
+        return self.X_csc if self.is_sparse else self.X_c
+
+    def _refuse_sparse(self, name):
+        if self.is_sparse:
+            raise TypeError(
+                f"{name}: X is sparse ({self.X.shape[0]} x {self.X.shape[1]}, "
+                f"{self.X.nnz} non-zeros) and is never densified; use X_cols / X_rows"
+            )
+
+
+def as_solver_input(X):
+    """Dense float64 array, or CSC float64 with sorted indices; never densifies."""
+    if sp.issparse(X):
+        X = sp.csc_matrix(X, dtype=np.float64)
+        X.sort_indices()
+        return X
+    return np.asarray(X, dtype=np.float64)
+
+
+def _check_sparse(X, y, datafit):
+    """check_data's checks for CSC X (check_data itself converts to dense)."""
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be non-empty, got shape {X.shape}")
+    if not np.all(np.isfinite(X.data)):
+        raise ValueError("X contains NaN or inf")
+    datafit.validate(y)
+    return X, y
 
 
 def load_problem(data_path, problem_spec, smoothness_path):
@@ -101,7 +152,11 @@ def load_problem(data_path, problem_spec, smoothness_path):
     with open(smoothness_path) as fh:
         constants = json.load(fh)
     # Validated once here; every run of the sweep then skips the scan of X.
-    X, y = check_data(dense(dataset.X), dataset.y, datafit, "F")
+    X = as_solver_input(dataset.X)
+    if sp.issparse(X):
+        X, y = _check_sparse(X, dataset.y, datafit)
+    else:
+        X, y = check_data(X, dataset.y, datafit, "F")
     return SweepProblem(
         X=X,
         y=y,

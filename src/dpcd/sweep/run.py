@@ -55,14 +55,22 @@ def _private_estimate(estimates, epsilon, seed_index):
     )
 
 
-def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
+def support_counts(w, w_star):
+    """Coordinates of ``w`` correctly / incorrectly non-zero w.r.t. ``w_star``
+    (DP-GCD Table 3): ``(|supp w ∩ supp w*|, |supp w minus supp w*|)``."""
+    nonzero, true = np.asarray(w) != 0, np.asarray(w_star) != 0
+    return int(np.sum(nonzero & true)), int(np.sum(nonzero & ~true))
+
+
+def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None):
     """Run every configuration of one chunk over all seeds.
 
     Parameters
     ----------
     spec : dict
         The solve rule's params (experiment, solver, grid, passes, privacy,
-        seeds, base_seed, chunks, ...).
+        seeds, base_seed, chunks, ...); ``adapter`` names the solver a named
+        variant runs (default: ``solver``).
     chunk : int
         Which chunk of the configurations to run.
     problem : SweepProblem
@@ -71,6 +79,9 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
         Non-private optimum, for the relative error (F - F*) / F*.
     private_estimates : dict, optional
         Output of the private smoothness stage (DP-CD-P only).
+    w_star : array, shape (n_features,), optional
+        Non-private solution: each run's final iterate is compared with its
+        support (columns ``nnz_correct``, ``nnz_incorrect``; NaN without it).
 
     Returns
     -------
@@ -79,7 +90,9 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     records : list of ConfigRecord
         One per configuration, for MLflow.
     """
-    adapter = get_adapter(spec["solver"])
+    # A named variant (config entry {solver: dp_gcd, rule: gs_q}) runs the
+    # adapter ``spec["adapter"]``; its rows and curves keep the entry's name.
+    adapter = get_adapter(spec.get("adapter", spec["solver"]))
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
@@ -88,11 +101,14 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     for config in chunk_configurations(spec, chunk):
         budget = Budget(config["epsilon"], delta, accountant)
         cid = config_id(config)
-        objectives, times, ledgers, finals = [], [], [], []
+        objectives, times, ledgers, finals, checkpoints, supports = [], [], [], [], [], []
         for seed_index, seed in enumerate(seeds):
             estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
             result, ledger = adapter(problem, config, seed, budget, estimate)
             objectives.append(np.asarray(result.objective, dtype=np.float64))
+            checkpoints.append(result.passes_done)
+            if w_star is not None:
+                supports.append(support_counts(result.w, w_star))
             times.append(float(result.time))
             ledgers.append(ledger)
             finals.append(result.w)
@@ -104,18 +120,27 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
         records.append(
             ConfigRecord(config, cid, status, objective, rel_error, time, ledgers, holdout)
         )
-        frame = _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta)
+        frame = _tidy_rows(
+            spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
+            checkpoints[0],
+        )
         _holdout_columns(frame, holdout, objective.shape[1])
         frame["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
+        counts = np.asarray(supports, dtype=np.float64).reshape(-1, 2) if supports else None
+        for k, name in enumerate(("nnz_correct", "nnz_incorrect")):
+            frame[name] = np.nan if counts is None else np.repeat(counts[:, k], objective.shape[1])
         rows.append(frame)
     table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
     return table, records
 
 
-def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta):
+def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
+               checkpoints):
     n_seeds, n_points = objective.shape
     passes = config["passes"]
-    pass_index = np.tile(np.arange(n_points), n_seeds)
+    # The pass column is the solver's own checkpoints (float: 0, 1, ..., and
+    # the fractional end), the same for every seed of a configuration.
+    pass_index = np.tile(np.asarray(checkpoints, dtype=np.float64), n_seeds)
     # Every pass costs the same, so the time at pass k is k/passes of the total.
     elapsed = np.repeat(time, n_points) * pass_index / passes
     frame = pd.DataFrame(
@@ -125,7 +150,7 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
             "config_id": cid,
             "epsilon": float(config["epsilon"]),
             "delta": delta,
-            "passes": int(passes),
+            "passes": passes,  # int for integer grids, float for fractional ones
             "seed_index": np.repeat(np.arange(n_seeds), n_points),
             "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n_points),
             "pass": pass_index,
@@ -162,7 +187,7 @@ def _empty_table():
         "experiment", "solver", "config_id", "epsilon", "delta", "passes",
         "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
         *HYPERPARAMETERS, "epsilon_achieved", "nonprivate_inputs",
-        "metric", "val_metric", "test_metric",
+        "metric", "val_metric", "test_metric", "nnz_correct", "nnz_incorrect",
     ]
     return pd.DataFrame({name: [] for name in columns})
 
