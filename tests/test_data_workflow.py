@@ -78,6 +78,8 @@ def test_every_registry_entry_through_the_rules(served, tmp_path):  # noqa: F811
     datasets["square_small"]["params"]["n_informative"] = 4
     datasets["sparse_lasso_small"]["params"]["n_informative"] = 4
     datasets["yearpredictionmsd_standin_small"]["params"]["n_test"] = 6
+    # dense enough that no column is empty (preprocessing drops empty ones)
+    datasets["sparse_binary_small"]["params"].update(density=0.5, n_informative=4)
     targets = [f"results/data/processed/{k}/{EXPECT.get(k, ('standardize',))[0]}.npz"
                for k in datasets]
     config = {"data": {"mirror": url + "/", "lock_file": "lock.json"}, "datasets": datasets}

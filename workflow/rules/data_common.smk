@@ -8,6 +8,8 @@ import os
 DATA_GENERATED_SOURCES = (
     "log1",
     "log2",
+    "mtp_standin",
+    "sparse_binary",
     "sparse_lasso",
     "square",
     "yearpredictionmsd_standin",
