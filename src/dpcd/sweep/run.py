@@ -1,13 +1,18 @@
 """Run one chunk of a sweep in-process: configurations x seeds, one tidy table."""
 
 import json
+import logging
+import time as clock
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from dpcd.privacy.validation import check_positive_int
 from dpcd.sweep.adapters import HYPERPARAMETERS, Budget, get_adapter
 from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
+
+log = logging.getLogger("dpcd.sweep")
 
 
 @dataclass
@@ -21,6 +26,8 @@ class ConfigRecord:
     rel_error: np.ndarray  # shape (n_seeds, passes + 1)
     time: np.ndarray  # shape (n_seeds,), seconds in the kernels
     ledgers: list = field(default_factory=list)
+    start_ms: int = None  # wall clock of the configuration's first and last seed (MLflow)
+    end_ms: int = None
 
 
 def epsilons_of(privacy_spec):
@@ -81,9 +88,12 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
-    seeds = [run_seed(spec["base_seed"], k) for k in range(spec["seeds"])]
+    seeds = [run_seed(spec["base_seed"], k) for k in range(check_positive_int(spec["seeds"], "seeds"))]
     rows, records = [], []
-    for config in chunk_configurations(spec, chunk):
+    configs = chunk_configurations(spec, chunk)
+    started = clock.monotonic()
+    for done, config in enumerate(configs, 1):
+        start_ms = int(clock.time() * 1000)
         budget = Budget(config["epsilon"], delta, accountant)
         cid = config_id(config)
         objectives, times, ledgers = [], [], []
@@ -98,13 +108,24 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None):
         status = "done" if np.all(np.isfinite(objective)) else "diverged"
         time = np.asarray(times)
         records.append(
-            ConfigRecord(config, cid, status, objective, rel_error, time, ledgers)
+            ConfigRecord(config, cid, status, objective, rel_error, time, ledgers,
+                         start_ms, int(clock.time() * 1000))
         )
+        _progress(done, len(configs), started)
         frame = _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta)
         frame["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
         rows.append(frame)
     table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
     return table, records
+
+
+def _progress(done, total, started):
+    """Log done/total, elapsed and estimated remaining about every 10 %."""
+    if done % max(1, total // 10) and done != total:
+        return
+    elapsed = clock.monotonic() - started
+    log.info("progress: %d/%d configurations, %.1f s elapsed, ~%.1f s remaining",
+             done, total, elapsed, elapsed / done * (total - done))
 
 
 def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta):
@@ -223,6 +244,7 @@ def mlflow_runs(records, spec, problem):
         name = f"{spec['solver']}-{record.config_id}"
         runs.append(
             {"name": name, "params": params, "tags": tags, "metrics": metrics,
-             "status": record.status, "artifacts": artifacts}
+             "status": record.status, "artifacts": artifacts,
+             "start_time": record.start_ms, "end_time": record.end_ms}
         )
     return runs
