@@ -51,6 +51,15 @@ from sqlalchemy.engine import Engine
 DEFAULT_URI = "sqlite:///results/mlflow.db"
 
 EXPERIMENT_KIND = "custom_model_development"
+# A view of the runs table with what a user compares first, opened by
+# #/experiments/<id>/runs?workflowType=machine_learning&viewStateShareKey=dpcd
+# (MLflow's shared views; the default columns show neither error nor budget).
+VIEW_KEY = "dpcd"
+_COLUMNS = ["metrics.`final_rel_error_mean`", "metrics.`final_rel_error_std`",
+            "metrics.`privacy.epsilon_achieved`", "metrics.`time_mean`", "params.`solver`",
+            "params.`epsilon`", "params.`passes`", "params.`step`", "params.`clip`"]
+RUNS_VIEW = json.dumps({"orderByKey": _COLUMNS[0], "orderByAsc": True,
+                        "selectedColumns": _COLUMNS})
 
 # MLflow's per-request limits for log_batch.
 MAX_ENTITIES, MAX_PARAMS, MAX_TAGS = 1000, 100, 100
@@ -155,6 +164,7 @@ def setup_experiment(name):
             experiment_id = experiment.experiment_id
         # Without this tag MLflow 3's UI opens on the GenAI overview, not the runs table.
         client.set_experiment_tag(experiment_id, "mlflow.experimentKind", EXPERIMENT_KIND)
+        client.set_experiment_tag(experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}", RUNS_VIEW)
         parents = client.search_runs(
             [experiment_id], filter_string="tags.`dpcd.role` = 'parent'", max_results=1
         )
