@@ -162,7 +162,8 @@ def setup_experiment(name):
             )
         else:
             experiment_id = experiment.experiment_id
-        # Without this tag MLflow 3's UI opens on the GenAI overview, not the runs table.
+        # The kind tells model-training experiments from GenAI ones (MLflow 3.17's UI
+        # still opens on its GenAI pages unless the link says workflowType=machine_learning).
         client.set_experiment_tag(experiment_id, "mlflow.experimentKind", EXPERIMENT_KIND)
         client.set_experiment_tag(experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}", RUNS_VIEW)
         parents = client.search_runs(
