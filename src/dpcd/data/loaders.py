@@ -148,7 +148,8 @@ def load_california(entry, raw_dir):
     """StatLib ``cal_housing.data`` -> scikit-learn's 8 derived features, target/1e5."""
     path = _file(entry, raw_dir)
     # "nan" stays text (reported as not a number), not a missing last field.
-    df = _read_csv(entry, path, len(CALIFORNIA_RAW_COLUMNS), keep_default_na=False)
+    df = _read_csv(entry, path, len(CALIFORNIA_RAW_COLUMNS), keep_default_na=False,
+                   na_values=[""])
     raw = _numeric(entry, path, df, CALIFORNIA_RAW_COLUMNS)
     c = dict(zip(CALIFORNIA_RAW_COLUMNS, raw.T))
     with np.errstate(divide="ignore", invalid="ignore"):
