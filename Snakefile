@@ -8,6 +8,18 @@ min_version("9.0")
 # The embedded default, unless a --configfile was given: Snakemake would merge
 # the two recursively and leak default solvers into another configuration.
 if not config:
+    # Snakemake's own message names neither the file nor the line.
+    import yaml
+
+    try:
+        _default = yaml.safe_load(open("config/config.yaml"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"config/config.yaml: not valid YAML: {exc}") from None
+    if not isinstance(_default, dict):
+        raise ValueError(
+            f"config/config.yaml: the top level must be a mapping of keys, "
+            f"got {type(_default).__name__}"
+        )
 
     configfile: "config/config.yaml"
 

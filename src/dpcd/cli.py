@@ -33,8 +33,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
-    except (ValueError, FileNotFoundError) as exc:
-        # Bad input is reported in one line naming what was wrong.
+    except (ValueError, OSError) as exc:
+        # Bad input (or a failed download, a full disk) is reported in one line
+        # naming what was wrong.
         print(f"dpcd {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

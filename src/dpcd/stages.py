@@ -135,7 +135,9 @@ def cmd_track(args):
     from dpcd.tracking import setup_experiment
 
     info = setup_experiment(args.experiment)
-    log.info("MLflow experiment %s at %s", info["experiment_id"], info["tracking_uri"])
+    log.info("MLflow experiment %s at %s; runs table with error and budget: "
+             "<ui>/#/experiments/%s/runs?workflowType=machine_learning&viewStateShareKey=dpcd",
+             info["experiment_id"], info["tracking_uri"], info["experiment_id"])
     write_json(args.out, info)
 
 

@@ -42,6 +42,17 @@ def _experiment(name):
 
 for _name in config["experiments"]:
     _experiment(_name)
+try:  # the registry is small; the jobs check again where dpcd is not importable (--sdm conda)
+    from dpcd.data.registry import registry as _registry
+except ImportError:
+    _registry = None
+if _registry is not None:
+    for _key, _dataset in config["datasets"].items():
+        if _dataset["source"] not in _registry():
+            raise ValueError(
+                f"config: datasets.{_key}.source: unknown registry entry "
+                f"{_dataset['source']!r}; known: {sorted(_registry())}"
+            )
 if "summary" in config["experiments"]:
     raise ValueError(
         "config: experiments.summary: the name is reserved for the summary across experiments"

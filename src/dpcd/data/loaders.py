@@ -85,6 +85,8 @@ def _read_csv(entry, path, n_fields, **kwargs):
     """pandas.read_csv with errors naming the dataset, file and line."""
     try:
         df = pd.read_csv(path, header=None, **kwargs)
+    except pd.errors.EmptyDataError as exc:
+        raise ValueError(f"{_where(entry, path)}: no data rows (empty file)") from exc
     except pd.errors.ParserError as exc:
         raise ValueError(f"{_where(entry, path)}: malformed row: {exc}") from exc
     except (UnicodeDecodeError, EOFError, OSError) as exc:
@@ -154,7 +156,9 @@ def _binary_labels(entry, path, labels, skip=0):
 def load_california(entry, raw_dir):
     """StatLib ``cal_housing.data`` -> scikit-learn's 8 derived features, target/1e5."""
     path = _file(entry, raw_dir)
-    df = _read_csv(entry, path, len(CALIFORNIA_RAW_COLUMNS))
+    # "nan" stays text (reported as not a number), not a missing last field.
+    df = _read_csv(entry, path, len(CALIFORNIA_RAW_COLUMNS), keep_default_na=False,
+                   na_values=[""])
     raw = _numeric(entry, path, df, CALIFORNIA_RAW_COLUMNS)
     c = dict(zip(CALIFORNIA_RAW_COLUMNS, raw.T))
     with np.errstate(divide="ignore", invalid="ignore"):

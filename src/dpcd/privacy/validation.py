@@ -11,18 +11,26 @@ import numpy as np
 
 def check_epsilon(epsilon, name="epsilon"):
     """Return ``epsilon`` as float; it must be finite and > 0."""
-    epsilon = float(epsilon)
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {epsilon}")
-    return epsilon
+    value = _float(epsilon)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    return value
 
 
 def check_delta(delta, name="delta"):
     """Return ``delta`` as float; it must lie in the open interval (0, 1)."""
-    delta = float(delta)
-    if not 0 < delta < 1:
-        raise ValueError(f"{name} must be in (0, 1), got {delta}")
-    return delta
+    value = _float(delta)
+    if not 0 < value < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {delta!r}")
+    return value
+
+
+def _float(value):
+    """``value`` as float, or NaN (which every check rejects) if it is no number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def check_n(n):

@@ -187,7 +187,7 @@ class Logistic(BaseDatafit):
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"logistic: labels must be -1 or +1, got y[{i}] = {np.asarray(y)[i]!r}"
+                f"logistic: labels must be -1 or +1, got y[{i}] = {float(np.asarray(y)[i])!r}"
             )
 
     def loss(self, y, Xw):

@@ -67,6 +67,9 @@ def configurations(solver, grid, passes, epsilons):
             axes[name] = expand_grid(value)
         else:
             constants[name] = value
+    empty = [name for name, values in axes.items() if not values]
+    if empty:
+        raise ValueError(f"solver {solver}: empty grid for {', '.join(empty)}")
     names = list(axes)
     configs = []
     for combo in itertools.product(*(axes[name] for name in names)):

@@ -1,14 +1,19 @@
 """Run one chunk of a sweep in-process: configurations x seeds, one tidy table."""
 
 import json
+import logging
+import time as clock
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from dpcd.privacy.validation import check_positive_int
 from dpcd.sweep.adapters import HYPERPARAMETERS, Budget, get_adapter
 from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
 from dpcd.sweep.metrics import holdout_metrics
+
+log = logging.getLogger("dpcd.sweep")
 
 
 @dataclass
@@ -23,6 +28,8 @@ class ConfigRecord:
     time: np.ndarray  # shape (n_seeds,), seconds in the kernels
     ledgers: list = field(default_factory=list)
     holdout: dict = None  # metric name, validation and test values per seed
+    start_ms: int = None  # wall clock of the configuration's first and last seed (MLflow)
+    end_ms: int = None
 
 
 def epsilons_of(privacy_spec):
@@ -96,9 +103,13 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
-    seeds = [run_seed(spec["base_seed"], k) for k in range(spec["seeds"])]
+    n_seeds = check_positive_int(spec["seeds"], "seeds")
+    seeds = [run_seed(spec["base_seed"], k) for k in range(n_seeds)]
     rows, records = [], []
-    for config in chunk_configurations(spec, chunk):
+    configs = chunk_configurations(spec, chunk)
+    started = clock.monotonic()
+    for done, config in enumerate(configs, 1):
+        start_ms = int(clock.time() * 1000)
         budget = Budget(config["epsilon"], delta, accountant)
         cid = config_id(config)
         objectives, times, ledgers, finals, checkpoints, supports = [], [], [], [], [], []
@@ -118,8 +129,10 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
         status = "done" if np.all(np.isfinite(objective)) else "diverged"
         time = np.asarray(times)
         records.append(
-            ConfigRecord(config, cid, status, objective, rel_error, time, ledgers, holdout)
+            ConfigRecord(config, cid, status, objective, rel_error, time, ledgers, holdout,
+                         start_ms, int(clock.time() * 1000))
         )
+        _progress(done, len(configs), started)
         frame = _tidy_rows(
             spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
             checkpoints[0],
@@ -132,6 +145,15 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
         rows.append(frame)
     table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
     return table, records
+
+
+def _progress(done, total, started):
+    """Log done/total, elapsed and estimated remaining about every 10 %."""
+    if done % max(1, total // 10) and done != total:
+        return
+    elapsed = clock.monotonic() - started
+    log.info("progress: %d/%d configurations, %.1f s elapsed, ~%.1f s remaining",
+             done, total, elapsed, elapsed / done * (total - done))
 
 
 def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
@@ -273,6 +295,7 @@ def mlflow_runs(records, spec, problem):
         name = f"{spec['solver']}-{record.config_id}"
         runs.append(
             {"name": name, "params": params, "tags": tags, "metrics": metrics,
-             "status": record.status, "artifacts": artifacts}
+             "status": record.status, "artifacts": artifacts,
+             "start_time": record.start_ms, "end_time": record.end_ms}
         )
     return runs

@@ -50,6 +50,17 @@ from sqlalchemy.engine import Engine
 
 DEFAULT_URI = "sqlite:///results/mlflow.db"
 
+EXPERIMENT_KIND = "custom_model_development"
+# A view of the runs table with what a user compares first, opened by
+# #/experiments/<id>/runs?workflowType=machine_learning&viewStateShareKey=dpcd
+# (MLflow's shared views; the default columns show neither error nor budget).
+VIEW_KEY = "dpcd"
+_COLUMNS = ["metrics.`final_rel_error_mean`", "metrics.`final_rel_error_std`",
+            "metrics.`privacy.epsilon_achieved`", "metrics.`time_mean`", "params.`solver`",
+            "params.`epsilon`", "params.`passes`", "params.`step`", "params.`clip`"]
+RUNS_VIEW = json.dumps({"orderByKey": _COLUMNS[0], "orderByAsc": True,
+                        "selectedColumns": _COLUMNS})
+
 # MLflow's per-request limits for log_batch.
 MAX_ENTITIES, MAX_PARAMS, MAX_TAGS = 1000, 100, 100
 
@@ -151,6 +162,10 @@ def setup_experiment(name):
             )
         else:
             experiment_id = experiment.experiment_id
+        # The kind tells model-training experiments from GenAI ones (MLflow 3.17's UI
+        # still opens on its GenAI pages unless the link says workflowType=machine_learning).
+        client.set_experiment_tag(experiment_id, "mlflow.experimentKind", EXPERIMENT_KIND)
+        client.set_experiment_tag(experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}", RUNS_VIEW)
         parents = client.search_runs(
             [experiment_id], filter_string="tags.`dpcd.role` = 'parent'", max_results=1
         )
@@ -243,7 +258,8 @@ def _insert_runs(uri, artifact_root, info, job, runs, sha, now):
             artifact_uri=f"{artifact_root.rstrip('/')}/{run_id}/artifacts",
             source_type=SourceType.to_string(SourceType.UNKNOWN), source_name="",
             entry_point_name="", user_id="unknown", source_version="",
-            status=RunStatus.to_string(RunStatus.FINISHED), start_time=now, end_time=now,
+            status=RunStatus.to_string(RunStatus.FINISHED),
+            start_time=run.get("start_time") or now, end_time=run.get("end_time") or now,
             deleted_time=None, lifecycle_stage=LifecycleStage.ACTIVE,
         ))
         rows[SqlTag] += [dict(run_uuid=run_id, key=t.key, value=t.value) for t in tags]
@@ -287,7 +303,7 @@ def _log_runs_with_client(client, info, job, runs, sha, now):
             tags, params, metrics = _child_run(info, job, run, sha, now)
             created = _retry(
                 client.create_run, info["experiment_id"], run_name=run["name"],
-                tags={t.key: t.value for t in tags},
+                tags={t.key: t.value for t in tags}, start_time=run.get("start_time"),
             )
             run_id = created.info.run_id
             try:
@@ -298,7 +314,7 @@ def _log_runs_with_client(client, info, job, runs, sha, now):
                 client.set_terminated(run_id, "FAILED")
                 raise
             # A diverged configuration is a finished computation with a bad result.
-            _retry(client.set_terminated, run_id, "FINISHED")
+            _retry(client.set_terminated, run_id, "FINISHED", end_time=run.get("end_time"))
             run_ids.append(run_id)
     return run_ids
 
