@@ -185,9 +185,10 @@ def cmd_solve(args):
     split["wall"] = time.perf_counter() - wall
     split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")
     log.info("overhead ledger: %s", {k: round(v, 3) for k, v in split.items()})
-    write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
-                             "chunk": args.chunk, "configurations": len(records),
-                             "seconds": split})
+    if args.timing:
+        write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
+                                 "chunk": args.chunk, "configurations": len(records),
+                                 "seconds": split})
 
 
 # --- aggregate ----------------------------------------------------------------
@@ -338,7 +339,7 @@ def register(subparsers):
     p.add_argument("--reference", required=True)
     p.add_argument("--mlflow", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--timing", required=True, help="JSON: the job's overhead ledger")
+    p.add_argument("--timing", help="JSON: where the job's overhead ledger goes (optional)")
 
     p = add("aggregate", cmd_aggregate, "tables and figures of one experiment")
     p.add_argument("--experiment", required=True)

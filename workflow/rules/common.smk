@@ -1,6 +1,7 @@
 # Validation, wildcard constraints and the named helpers every rule uses.
 import json
 import os
+from types import SimpleNamespace
 
 from snakemake.utils import validate
 
@@ -183,3 +184,27 @@ def final_outputs():
             f"results/figures/{name}_solution.png",
         ]
     return outputs
+
+
+# Paper report (report.smk): the cross-experiment figures of report.figures.
+def paper_figures():
+    return config["report"].get("figures") or {}
+
+
+def paper_figure_runs(wildcards):
+    """Solve tables of the experiments the figures draw from (curves, grids)."""
+    names = sorted(
+        {e for spec in paper_figures().values() for e in spec["experiments"]}
+    )
+    for name in names:
+        _experiment(name)
+    return [
+        path
+        for name in names
+        for path in chunk_results(SimpleNamespace(experiment=name))
+    ]
+
+
+def paper_published_input():
+    path = config["report"].get("published_figures")
+    return [path] if path else []

@@ -7,7 +7,9 @@ import sys
 # Rules call the `dpcd` console script installed beside the interpreter that
 # runs Snakemake, so `.venv/bin/snakemake` works without an activated
 # environment (with --sdm conda the job's environment comes first again).
-os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+os.environ.update(
+    PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+)
 
 # Registry entries that are generated from a seed rather than downloaded
 # (tests/test_data_workflow.py checks this matches dpcd.data.registry).

@@ -1,30 +1,6 @@
 # Stage 7: a paper's cross-experiment figures (config report.figures) and its
 # report page with the tuning cost and the values the paper states, logged to
 # the MLflow experiment <prefix>paper. Only when report.figures is set.
-from types import SimpleNamespace
-
-
-def paper_figures():
-    return config["report"].get("figures") or {}
-
-
-def paper_figure_runs(wildcards):
-    """Solve tables of the experiments the figures draw from (curves, grids)."""
-    names = sorted(
-        {e for spec in paper_figures().values() for e in spec["experiments"]}
-    )
-    for name in names:
-        _experiment(name)
-    return [
-        path
-        for name in names
-        for path in chunk_results(SimpleNamespace(experiment=name))
-    ]
-
-
-def paper_published_input():
-    path = config["report"].get("published_figures")
-    return [path] if path else []
 
 
 rule paper_report:

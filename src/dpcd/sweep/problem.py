@@ -167,8 +167,8 @@ def load_problem(data_path, problem_spec, smoothness_path):
         max_abs=np.asarray(constants["max_abs"], dtype=np.float64),
         nonprivate_inputs=list(dataset.meta.get("nonprivate_inputs", [])),
         loss=problem_spec["loss"],
-        X_val=None if dataset.X_val is None else dense(dataset.X_val),
+        X_val=None if dataset.X_val is None else as_solver_input(dataset.X_val),
         y_val=dataset.y_val,
-        X_test=None if dataset.X_test is None else dense(dataset.X_test),
+        X_test=None if dataset.X_test is None else as_solver_input(dataset.X_test),
         y_test=dataset.y_test,
     )
