@@ -45,6 +45,8 @@ rule mlflow_experiment:
         "../../envs/dpcd.yaml"
     params:
         name=mlflow_experiment_name,
+        # another tracking store (e.g. a shared server) reruns the tracked stages
+        tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
     shell:
         "dpcd track --experiment {params.name:q} --out {output} 2> {log}"
 
