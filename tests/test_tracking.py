@@ -19,7 +19,10 @@ def migrated_db(tmp_path_factory):
 
 @pytest.fixture
 def store(tmp_path, monkeypatch, migrated_db):
-    shutil.copy(migrated_db, tmp_path / "mlflow.db")
+    # sqlite's backup API, not a file copy: in WAL mode (dpcd.tracking sets it)
+    # the last migrations may still sit in mlflow.db-wal
+    with sqlite3.connect(migrated_db) as src, sqlite3.connect(tmp_path / "mlflow.db") as dst:
+        src.backup(dst)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
