@@ -45,3 +45,21 @@ def test_run_seeds_are_distinct_and_reproducible():
     assert len(set(seeds)) == 100
     assert seeds == [run_seed(0, k) for k in range(100)]
     assert run_seed(1, 0) != run_seed(0, 0)
+
+
+def test_compact_ledger_summarises_only_long_vectors():
+    import hashlib
+
+    from dpcd.sweep.run import compact_ledger
+
+    long = list(np.linspace(0.5, 2.0, 1001))
+    ledger = {"epsilon": 1.0, "mechanisms": [{"noise_scale": long, "sensitivity": [0.1, 0.2]}],
+              "note": "ok"}
+    out = compact_ledger(ledger, limit=1000)
+    summary = out["mechanisms"][0]["noise_scale"]
+    assert summary["length"] == 1001 and summary["min"] == 0.5 and summary["max"] == 2.0
+    assert summary["mean"] == pytest.approx(1.25)
+    assert summary["sha256"] == hashlib.sha256(np.asarray(long, "<f8").tobytes()).hexdigest()
+    assert out["mechanisms"][0]["sensitivity"] == [0.1, 0.2]
+    assert out["epsilon"] == 1.0 and out["note"] == "ok"
+    assert compact_ledger(ledger, limit=2000) == ledger
