@@ -32,8 +32,16 @@ def _jsonable(value):
     if isinstance(value, (np.floating, np.integer)):
         return value.item()
     if isinstance(value, (list, tuple)):
+        if all(isinstance(v, float) for v in value):  # per-coordinate vectors: fast path
+            return [float(v) for v in value]
         return [_jsonable(v) for v in value]
     return value
+
+
+def _fields_dict(obj) -> dict[str, Any]:
+    """A flat dataclass as a JSON-ready dict (``dataclasses.asdict`` deep-copies
+    every float of a per-coordinate vector: minutes for dorothea's 88 119)."""
+    return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
 
 
 def _summary(value) -> str:
@@ -98,7 +106,7 @@ class Mechanism:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-serialisable form."""
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(self).items()}
+        return _fields_dict(self)
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ class BudgetLine:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-serialisable form."""
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(self).items()}
+        return _fields_dict(self)
 
 
 @dataclass(frozen=True)

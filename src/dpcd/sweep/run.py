@@ -313,10 +313,12 @@ def mlflow_runs(records, spec, problem):
                 ("privacy.noise_multiplier", ledger.mechanisms[-1].noise_multiplier, 0),
                 ("privacy.n_releases", sum(m.count for m in ledger.mechanisms), 0),
             ]
-            ledgers = [item.to_dict() for item in record.ledgers]
-            same = all(item == ledgers[0] for item in ledgers)
+            # seeds share one ledger unless the noise depended on the seed
+            # (DP-CD-P's private constants); compare objects, serialise once
+            same = all(item == ledger for item in record.ledgers)
+            shown = ledger.to_dict() if same else [item.to_dict() for item in record.ledgers]
             artifacts["privacy_ledger.json"] = json.dumps(
-                compact_ledger(ledgers[0] if same else ledgers), indent=1, sort_keys=True
+                compact_ledger(shown), indent=1, sort_keys=True
             )
         name = f"{spec['solver']}-{record.config_id}"
         runs.append(
