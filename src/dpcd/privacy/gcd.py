@@ -152,8 +152,9 @@ def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str):
     if gap(lo) > 0:
         lo = math.log(epsilon / (2 * steps)) - 10.0
     if composition == "pld":
-        # PLD ε is piecewise constant in ε′ (discretisation): plain bisection.
-        for _ in range(60):
+        # PLD ε is piecewise constant in ε′ (discretisation): plain bisection,
+        # to a relative 1e-7 in ε′ (about 26 PLD compositions, not 60)
+        while hi - lo > 1e-7:
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if gap(mid) <= 0 else (lo, mid)
         root = lo
