@@ -1,5 +1,6 @@
 """The workflow against a real ``mlflow server`` (SQLite backend; PostgreSQL
-where a server and a driver are available), as a group shares one.
+where its binaries and the psycopg2 driver are installed, else skipped saying
+which is missing; ``.ci/run`` installs Debian's), as a group shares one.
 
 Also runs Snakemake as ``.venv/bin/snakemake`` with the environment not
 activated (its bin directory off PATH): the rules must find ``dpcd`` anyway.
@@ -144,9 +145,13 @@ def server(request, tmp_path):
 
 
 def _stop(proc):
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=30)
+    """SIGTERM the server's process group; SIGKILL what is left after 30 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
+            return
 
 
 def _children(client, name):
