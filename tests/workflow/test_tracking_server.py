@@ -1,18 +1,24 @@
 """The workflow against a real ``mlflow server`` (SQLite backend; PostgreSQL
-where a server and a driver are available), as a group shares one.
+where its binaries and the psycopg2 driver are installed, else skipped saying
+which is missing; ``.ci/run`` installs Debian's), as a group shares one.
 
 Also runs Snakemake as ``.venv/bin/snakemake`` with the environment not
 activated (its bin directory off PATH): the rules must find ``dpcd`` anyway.
 """
 
+import contextlib
+import glob
 import importlib.util
 import os
+import pwd
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
@@ -42,54 +48,110 @@ def _wait_http(url, proc, timeout=120):
     raise TimeoutError(url)
 
 
-def _postgres(tmp_path):
-    """A throw-away PostgreSQL cluster; its URI, and how to stop it."""
+def _pg_bindir():
+    """PostgreSQL's server binaries: next to ``pg_ctl`` on PATH, else Debian's
+    versioned directory (the ``postgresql`` package puts only wrappers on PATH)."""
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    dirs = [Path(p).parent for p in glob.glob("/usr/lib/postgresql/*/bin/pg_ctl")]
+    dirs.sort(key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else -1)
+    return dirs[-1] if dirs else None
+
+
+@contextlib.contextmanager
+def _postgres():
+    """A throw-away PostgreSQL cluster listening on 127.0.0.1; yields its URI.
+
+    PostgreSQL refuses to run as root, so as root (CI, containers) the cluster
+    is made and run by the ``postgres`` system user, in a temporary directory
+    that user owns (pytest's tmp_path is private to root). The cluster is
+    stopped and its directory removed however the test ends.
+    """
+    bindir = _pg_bindir()
     reasons = []
-    if not shutil.which("initdb") and not shutil.which("postgres"):
-        reasons.append("no postgres binaries")
+    if bindir is None:
+        reasons.append("no postgres binaries (pg_ctl, initdb)")
     if importlib.util.find_spec("psycopg2") is None:
-        reasons.append("no psycopg2 driver")
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        reasons.append("postgres refuses to run as root")
+        reasons.append("no psycopg2 driver (pip install psycopg2-binary)")
+    as_user = {}
+    if os.geteuid() == 0:
+        try:
+            account = pwd.getpwnam("postgres")
+        except KeyError:
+            reasons.append("running as root and no `postgres` user to run the server as")
+        else:
+            as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
     if reasons:
         pytest.skip("PostgreSQL backend: " + "; ".join(reasons))
-    bindir = os.path.dirname(os.path.realpath(shutil.which("pg_ctl")))
-    data, port = tmp_path / "pg", _free_port()
-    subprocess.run([f"{bindir}/initdb", "-D", str(data), "-U", "mlflow", "-A", "trust"],
-                   check=True, capture_output=True)
-    subprocess.run([f"{bindir}/pg_ctl", "-D", str(data), "-w", "-o",
-                    f"-p {port} -k {tmp_path} -h 127.0.0.1", "start"],
-                   check=True, capture_output=True)
-    subprocess.run([f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow",
-                    "mlflow"], check=True, capture_output=True)
-    stop = [f"{bindir}/pg_ctl", "-D", str(data), "-m", "immediate", "stop"]
-    return f"postgresql://mlflow@127.0.0.1:{port}/mlflow", stop
+
+    def pg(tool, *args):
+        return subprocess.run([str(bindir / tool), *args], cwd=root, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120, **as_user)
+
+    # Short path: the socket goes here too (a socket path has at most 107 bytes).
+    root = tempfile.mkdtemp(prefix="dpcd-pg-")
+    try:
+        if as_user:
+            os.chown(root, as_user["user"], as_user["group"])
+        data, port = os.path.join(root, "data"), _free_port()
+        done = pg("initdb", "-D", data, "-U", "mlflow", "-A", "trust", "--no-locale",
+                  "-E", "UTF8")
+        assert done.returncode == 0, done.stdout + done.stderr
+        # -l: the server writes to a file, not to pipes pg_ctl would leave open.
+        done = pg("pg_ctl", "-D", data, "-l", os.path.join(root, "server.log"), "-w",
+                  "-o", f"-p {port} -k {root} -h 127.0.0.1", "start")
+        assert done.returncode == 0, done.stdout + done.stderr + _tail(root, "server.log")
+        try:
+            done = pg("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow", "mlflow")
+            assert done.returncode == 0, done.stdout + done.stderr
+            yield f"postgresql://mlflow@127.0.0.1:{port}/mlflow"
+        finally:
+            pg("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _tail(root, name):
+    try:
+        return Path(root, name).read_text()[-4000:]
+    except OSError:
+        return ""
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def server(request, tmp_path):
-    stop_db = None
-    if request.param == "sqlite":
-        backend = f"sqlite:///{tmp_path}/server.db"
-    else:
-        backend, stop_db = _postgres(tmp_path)
-    port = _free_port()
-    log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen(
-        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", backend, "--artifacts-destination", str(tmp_path / "artifacts"),
-         "--workers", "1"],
-        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_http(url + "/health", proc)
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            backend = f"sqlite:///{tmp_path}/server.db"
+        else:
+            backend = stack.enter_context(_postgres())
+        port = _free_port()
+        log = stack.enter_context(open(tmp_path / "server.log", "w"))
+        proc = subprocess.Popen(
+            [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
+             "--backend-store-uri", backend, "--artifacts-destination",
+             str(tmp_path / "artifacts"), "--serve-artifacts", "--workers", "1"],
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        # Stopped before the database it writes to (callbacks run last-in first-out).
+        stack.callback(_stop, proc)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_http(url + "/health", proc)
+        except (AssertionError, TimeoutError) as err:
+            raise AssertionError(f"{err}\n{(tmp_path / 'server.log').read_text()[-4000:]}")
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-        if stop_db:
-            subprocess.run(stop_db, capture_output=True)
+
+
+def _stop(proc):
+    """SIGTERM the server's process group; SIGKILL what is left after 30 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
+            return
 
 
 def _children(client, name):
