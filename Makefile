@@ -1,6 +1,6 @@
 # Two commands for a fresh machine:
 #   make run   create .venv, install dpcd, run the workflow on config/config.yaml
-#   make test  create .venv, install dpcd with its test extra, run the test suite
+#   make test  create .venv, install dpcd with its test and cluster extras, run the test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,cluster]'
 	touch $@ $(VENV)/.installed
 
 run: $(VENV)/.installed
@@ -30,8 +30,10 @@ run: $(VENV)/.installed
 dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --configfile config/config.yaml --workflow-profile config/profiles/default
 
+# -n auto: one pytest worker per core (the workflow tests dominate; serial runs
+# take twice as long on 2 cores)
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 lint: $(VENV)/.installed-test
 	$(BIN)/snakemake --lint --configfile config/config.yaml
