@@ -63,3 +63,17 @@ def test_compact_ledger_summarises_only_long_vectors():
     assert out["mechanisms"][0]["sensitivity"] == [0.1, 0.2]
     assert out["epsilon"] == 1.0 and out["note"] == "ok"
     assert compact_ledger(ledger, limit=2000) == ledger
+
+
+def test_solver_input_densifies_only_dense_ish_sparse_data():
+    import scipy.sparse as sp
+
+    from dpcd.sweep.problem import DENSE_ABOVE, as_solver_input
+
+    dense_ish = sp.random(60, 10, density=0.5, format="csr", random_state=0)
+    out = as_solver_input(dense_ish)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, dense_ish.toarray())
+    sparse = sp.random(60, 1000, density=DENSE_ABOVE / 10, format="csr", random_state=0)
+    out = as_solver_input(sparse)
+    assert sp.isspmatrix_csc(out) and out.has_sorted_indices

@@ -81,3 +81,27 @@ def test_nonprivate_baselines(loss):
     f_scd, f_sgd = res_scd.objective[-1], res_sgd.objective[-1]
     assert f_scd <= f_sgd + 1e-9
     assert f_sgd - f_scd < 0.05 * res_scd.objective[0]
+
+
+def test_hinge_reference_is_sdca_certified_and_matches_liblinear():
+    """The reference stage's F* for the (non-smooth) hinge loss: SDCA to a
+    relative duality gap below tol, equal to liblinear's optimum."""
+    from sklearn.svm import LinearSVC
+
+    from dpcd.problems import make_problem
+    from dpcd.stages import _reference_nonsmooth
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.sign(X @ rng.standard_normal(5) + 0.1 * rng.standard_normal(300))
+    alpha = 1e-2
+    datafit, penalty = make_problem("hinge", "l2", alpha)
+    result = _reference_nonsmooth(X, y, datafit, penalty, tol=1e-10)
+    assert result.extra["rel_gap"] <= 1e-10
+    svm = LinearSVC(C=1 / (300 * alpha), loss="hinge", fit_intercept=False, tol=1e-12,
+                    max_iter=100_000).fit(X, y)
+    w = svm.coef_.ravel()
+    f_svm = np.mean(np.maximum(0, 1 - y * (X @ w))) + alpha / 2 * w @ w
+    assert result.objective[-1] <= f_svm + 1e-12
+    assert result.objective[-1] == pytest.approx(f_svm, rel=1e-9)

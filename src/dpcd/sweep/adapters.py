@@ -90,8 +90,12 @@ def run_dp_sgd(problem, config, seed, budget, private_smoothness=None):
         step=config["step"], clip=config["clip"],
         noise_scale=calibration.noise_scales, passes=config["passes"],
         seed=seed, batch_size=batch_size,
-        global_smoothness=problem.global_smoothness, check_input=False,
+        # hinge has no smoothness constant: the step is the learning rate itself
+        global_smoothness=1.0 if problem.global_smoothness is None else problem.global_smoothness,
+        check_input=False,
     )
+    if problem.global_smoothness is None:
+        return result, calibration.ledger
     return result, calibration.ledger.add_nonprivate_input("global_smoothness")
 
 
