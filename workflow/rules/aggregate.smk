@@ -96,7 +96,9 @@ rule fresh_table:
 # Stage 5c: best relative error per solver against lambda (experiments' alpha_grid).
 rule lambda_table:
     input:
-        tables=expand("results/tables/{experiment}.csv", experiment=lambda_experiments()),
+        tables=expand(
+            "results/tables/{experiment}.csv", experiment=lambda_experiments()
+        ),
         fresh=lambda_fresh_tables(),
         references=expand(
             "results/reference/{experiment}.json", experiment=lambda_experiments()

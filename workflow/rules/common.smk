@@ -199,7 +199,9 @@ def fresh_tables():
     """Every experiment's fresh table, or none when report.fresh_seeds is 0."""
     if not fresh_seeds():
         return []
-    return [f"results/tables/fresh/{name}.csv" for name in sorted(config["experiments"])]
+    return [
+        f"results/tables/fresh/{name}.csv" for name in sorted(config["experiments"])
+    ]
 
 
 # Regularisation sensitivity (aggregate.smk), when some experiment has an alpha_grid.
@@ -211,7 +213,9 @@ def lambda_experiments():
 
 def lambda_fresh_tables():
     return [
-        f"results/tables/fresh/{name}.csv" for name in lambda_experiments() if fresh_seeds()
+        f"results/tables/fresh/{name}.csv"
+        for name in lambda_experiments()
+        if fresh_seeds()
     ]
 
 
