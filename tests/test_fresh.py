@@ -229,3 +229,12 @@ def test_lambda_table_takes_each_solvers_best_cell_per_lambda():
     summary = lambda_summary_markdown(table)
     # fresh numbers: DP-CD 0.06 < DP-SGD 0.1 at lambda 0.1, 0.4 > 0.2 at 0.01
     assert "DP-CD ahead of DP-SGD at 1 of 2 lambdas; not at lambda = 0.01." in summary
+
+
+def test_tables_are_read_back_with_config_ids_as_strings(tmp_path):
+    from dpcd.stages import read_table
+
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"solver": ["dp_cd"], "config_id": ["12e456789012"]}).to_csv(path, index=False)
+    assert read_table(path)["config_id"].tolist() == ["12e456789012"]
+    assert pd.read_csv(path)["config_id"].dtype.kind == "f"  # what a plain read_csv does

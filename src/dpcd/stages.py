@@ -24,6 +24,14 @@ def read_json(path):
         return json.load(fh)
 
 
+def read_table(path):
+    """A selection (or fresh) table; config ids stay strings (an all-digit
+    id such as 123456789012, or 12e456789012, would otherwise parse as a number)."""
+    import pandas as pd
+
+    return pd.read_csv(path, dtype={"config_id": str})
+
+
 # --- warmup -----------------------------------------------------------------
 def cmd_warmup(args):
     """Compile every kernel once into NUMBA_CACHE_DIR before parallel jobs run."""
@@ -242,7 +250,7 @@ def cmd_fresh(args):
     solvers.warmup()
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
     start = time.perf_counter()
-    runs, records, spec = run_fresh(spec, pd.read_csv(args.table), problem,
+    runs, records, spec = run_fresh(spec, read_table(args.table), problem,
                                     reference["objective"], w_star)
     log.info("%d selected configurations x %d fresh seeds in %.1f s",
              len(records), spec["seeds"], time.perf_counter() - start)
@@ -260,7 +268,7 @@ def cmd_fresh_table(args):
     from dpcd.tracking import log_experiment_artifacts
 
     spec = json.loads(args.spec)
-    selected = pd.read_csv(args.table)
+    selected = read_table(args.table)
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
     table = fresh_table(selected, runs)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
@@ -294,12 +302,12 @@ def cmd_summary(args):
 
     if len(args.experiments) != len(args.tables):
         raise ValueError("--experiments and --tables must pair up")
-    tables = {name: pd.read_csv(path) for name, path in zip(args.experiments, args.tables)}
+    tables = {name: read_table(path) for name, path in zip(args.experiments, args.tables)}
     published = read_published(args.published) if args.published else None
     table = compare(stack_experiments(tables), published)
     if args.fresh_tables:
         # results/tables/fresh/<experiment>.csv
-        fresh = {Path(path).stem: pd.read_csv(path) for path in args.fresh_tables}
+        fresh = {Path(path).stem: read_table(path) for path in args.fresh_tables}
         table = add_fresh(table, fresh)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
     overhead = solve_overhead([read_json(path) for path in args.timings or []])
@@ -332,9 +340,9 @@ def cmd_lambda_table(args):
 
     if not len(args.experiments) == len(args.tables) == len(args.references):
         raise ValueError("--experiments, --tables and --references must pair up")
-    tables = {name: pd.read_csv(path) for name, path in zip(args.experiments, args.tables)}
+    tables = {name: read_table(path) for name, path in zip(args.experiments, args.tables)}
     references = {name: read_json(path) for name, path in zip(args.experiments, args.references)}
-    fresh = {Path(path).stem: pd.read_csv(path) for path in args.fresh_tables or []}
+    fresh = {Path(path).stem: read_table(path) for path in args.fresh_tables or []}
     table = lambda_table(json.loads(args.groups), tables, references, fresh)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
     atomic_write(args.figure, lambda tmp: plot_lambda(table, tmp))
