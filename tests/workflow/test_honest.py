@@ -143,7 +143,7 @@ def test_alpha_grid_runs_each_lambda_and_tabulates_them(honest):
     X, y = data["X"], data["y"]
     assert reference["lambda_max"] == pytest.approx(2 * np.abs(X.T @ y).max() / len(y))
     assert reference["alpha"] == pytest.approx(0.1 * reference["lambda_max"])
-    table = pd.read_csv(results / "tables" / "lambda_sensitivity.csv")
+    table = pd.read_csv(results / "tables" / "lambda" / "sensitivity.csv")
     assert set(table["run"]) == {"exp_b", "exp_b_lam0"} and set(table["experiment"]) == {"exp_b"}
     assert sorted(table["alpha"]) == pytest.approx(sorted([0.05, reference["alpha"]]))
     assert table["fresh_rel_error_mean"].notna().all()

@@ -104,7 +104,7 @@ rule lambda_table:
             "results/reference/{experiment}.json", experiment=lambda_experiments()
         ),
     output:
-        csv="results/tables/lambda_sensitivity.csv",
+        csv="results/tables/lambda/sensitivity.csv",
         figure=report(
             "results/figures/lambda_sensitivity.png",
             caption="../report/lambda_sensitivity.rst",

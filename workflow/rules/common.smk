@@ -222,7 +222,7 @@ def lambda_fresh_tables():
 def lambda_outputs():
     if not LAMBDA_GROUPS:
         return []
-    return ["results/tables/lambda_sensitivity.csv"]
+    return ["results/tables/lambda/sensitivity.csv"]
 
 
 def mlflow_experiment_name(wildcards):
