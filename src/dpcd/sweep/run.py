@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dpcd import privacy
 from dpcd.privacy.validation import check_positive_int
+from dpcd.problems import make_problem
 from dpcd.sweep.adapters import HYPERPARAMETERS, Budget, get_adapter
 from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
 from dpcd.sweep.metrics import holdout_metrics
@@ -65,9 +67,6 @@ def private_smoothness_estimates(X, loss, fraction, epsilons, base_seed, n_seeds
         ``{"smoothness_fraction", "estimates": [{epsilon, seed_index,
         smoothness, ledger}, ...]}`` (what the private smoothness stage writes).
     """
-    from dpcd import privacy
-    from dpcd.problems import make_problem
-
     datafit, _ = make_problem(loss, "none", 0.0)
     estimates = []
     for epsilon in epsilons:
