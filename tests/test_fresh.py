@@ -238,3 +238,18 @@ def test_tables_are_read_back_with_config_ids_as_strings(tmp_path):
     pd.DataFrame({"solver": ["dp_cd"], "config_id": ["12e456789012"]}).to_csv(path, index=False)
     assert read_table(path)["config_id"].tolist() == ["12e456789012"]
     assert pd.read_csv(path)["config_id"].dtype.kind == "f"  # what a plain read_csv does
+
+
+def test_summary_of_a_validation_experiment_takes_both_test_metrics_from_the_fresh_table():
+    from dpcd.report.summary import add_fresh
+
+    stacked = _selected().assign(experiment="exp")  # the stacked table has no held-out columns
+    fresh = _selected().assign(test_metric_median=[0.8, 0.81, 0.7, 0.71],
+                               fresh_test_metric_median=[0.75, 0.8, 0.7, 0.6],
+                               fresh_rel_error_mean=[0.1, 0.1, 0.2, 0.2])
+    table = add_fresh(stacked, {"exp": fresh})
+    assert list(table["test_metric_median"]) == [0.8, 0.81, 0.7, 0.71]
+    text = fresh_summary_markdown(table)
+    assert "| exp | dp_cd | 1 | 0.8 / 0.75 | 0.81 / 0.8 |" in text
+    # without the selected-on metric the section is left out, not a crash
+    assert "Test metric" not in fresh_summary_markdown(table.drop(columns="test_metric_median"))

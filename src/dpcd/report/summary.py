@@ -286,7 +286,8 @@ def overhead_markdown(overhead):
 
 
 # --- fresh seeds (issue 14) ---------------------------------------------------
-FRESH = ["fresh_rel_error_mean", "fresh_rel_error_std", "fresh_test_metric_median"]
+FRESH = ["fresh_rel_error_mean", "fresh_rel_error_std", "test_metric_median",
+         "fresh_test_metric_median"]
 
 
 def add_fresh(table, fresh_tables):
@@ -294,7 +295,9 @@ def add_fresh(table, fresh_tables):
     stacked table, by the selected configuration."""
     frames = [t.assign(experiment=name) for name, t in fresh_tables.items()]
     fresh = pd.concat(frames, ignore_index=True)
-    columns = ["experiment", "solver", "config_id"] + [c for c in FRESH if c in fresh]
+    # the selected-on test metric comes along (the stacked table has no held-out columns)
+    columns = ["experiment", "solver", "config_id"] + [
+        c for c in FRESH if c in fresh and c not in table]
     fresh = fresh[columns].astype({"config_id": str})
     return table.astype({"config_id": str}).merge(
         fresh, on=["experiment", "solver", "config_id"], how="left")
@@ -361,7 +364,8 @@ def fresh_summary_markdown(table):
         pair_markdown(table, "rel_error_mean", "fresh_rel_error_mean", keys=ROWS),
         "",
     ]
-    if "fresh_test_metric_median" in table and table["fresh_test_metric_median"].notna().any():
+    if {"test_metric_median", "fresh_test_metric_median"} <= set(table) and \
+            table["fresh_test_metric_median"].notna().any():
         parts += [
             "Test metric (median over seeds; selection on the validation set): "
             "selected on / fresh.",
