@@ -24,6 +24,14 @@ def read_json(path):
         return json.load(fh)
 
 
+def read_table(path):
+    """A selection (or fresh) table; config ids stay strings (an all-digit
+    id such as 123456789012, or 12e456789012, would otherwise parse as a number)."""
+    import pandas as pd
+
+    return pd.read_csv(path, dtype={"config_id": str})
+
+
 # --- warmup -----------------------------------------------------------------
 def cmd_warmup(args):
     """Compile every kernel once into NUMBA_CACHE_DIR before parallel jobs run."""
@@ -76,10 +84,8 @@ def cmd_smoothness(args):
 
 def cmd_private_smoothness(args):
     """Private smoothness constants per (epsilon, seed), DP-CD Appendix F."""
-    from dpcd import privacy
     from dpcd.data import load_dataset
-    from dpcd.problems import make_problem
-    from dpcd.sweep.run import epsilons_of
+    from dpcd.sweep.run import epsilons_of, private_smoothness_estimates
 
     spec = json.loads(args.spec)
     X = load_dataset(args.data).X
@@ -88,24 +94,10 @@ def cmd_private_smoothness(args):
             f"{args.data}: sparse X; the private smoothness estimate (dp_cd_p) takes "
             "dense data, and sparse datasets are never densified"
         )
-    datafit, _ = make_problem(spec["loss"], "none", 0.0)
-    fraction = spec["smoothness_fraction"]
-    estimates = []
-    for epsilon in epsilons_of(spec["privacy"]):
-        for seed_index in range(spec["seeds"]):
-            seq = np.random.SeedSequence(spec["base_seed"], spawn_key=(seed_index, 7))
-            rng = np.random.default_rng(seq)
-            # The paper's crude bounds: twice each feature's largest magnitude.
-            smoothness, ledger = privacy.estimate_smoothness(datafit, X, fraction * epsilon, rng)
-            estimates.append(
-                {
-                    "epsilon": float(epsilon),
-                    "seed_index": seed_index,
-                    "smoothness": np.asarray(smoothness).tolist(),
-                    "ledger": ledger.to_dict(),
-                }
-            )
-    write_json(args.out, {"smoothness_fraction": fraction, "estimates": estimates})
+    estimates = private_smoothness_estimates(
+        X, spec["loss"], spec["smoothness_fraction"], epsilons_of(spec["privacy"]),
+        spec["base_seed"], spec["seeds"])
+    write_json(args.out, estimates)
 
 
 # --- reference ----------------------------------------------------------------
@@ -114,13 +106,14 @@ def cmd_reference(args):
     from dpcd import solvers
     from dpcd.data import load_dataset
     from dpcd.problems import make_problem
-    from dpcd.sweep.problem import as_solver_input
+    from dpcd.sweep.problem import as_solver_input, resolve_alpha
 
     problem = json.loads(args.problem)
     dataset = load_dataset(args.data)
     X, y = as_solver_input(dataset.X), np.asarray(dataset.y, dtype=np.float64)
+    alpha, lam_max = resolve_alpha(problem, X, y)
     datafit, penalty = make_problem(
-        problem["loss"], problem["penalty"], problem.get("alpha", 0.0), problem.get("l1_ratio", 0.5)
+        problem["loss"], problem["penalty"], alpha, problem.get("l1_ratio", 0.5)
     )
     if getattr(datafit, "smooth", True):
         result = solvers.reference_solve(X, y, datafit, penalty, tol=args.tol)
@@ -135,6 +128,9 @@ def cmd_reference(args):
             "w": np.asarray(result.w).tolist(),
             "extra": {k: float(v) for k, v in result.extra.items() if np.isscalar(v)},
             "problem": problem,
+            # the strength used, and its scale (lambda-sensitivity table)
+            "alpha": alpha,
+            "lambda_max": lam_max,
         },
     )
 
@@ -269,13 +265,65 @@ def cmd_aggregate(args):
     )
 
 
+# --- fresh seeds ----------------------------------------------------------------
+def cmd_fresh(args):
+    """Re-run one solver's selected configurations on fresh seeds (a new release)."""
+    import pandas as pd
+
+    from dpcd import solvers
+    from dpcd.sweep.fresh import run_fresh
+    from dpcd.sweep.problem import load_problem
+    from dpcd.sweep.run import mlflow_runs
+    from dpcd.tracking import log_configurations
+
+    spec = json.loads(args.spec)
+    problem = load_problem(args.data, spec["problem"], args.smoothness)
+    reference = read_json(args.reference)
+    solvers.warmup()
+    w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
+    start = time.perf_counter()
+    runs, records, spec = run_fresh(spec, read_table(args.table), problem,
+                                    reference["objective"], w_star)
+    log.info("%d selected configurations x %d fresh seeds in %.1f s",
+             len(records), spec["seeds"], time.perf_counter() - start)
+    job = f"{spec['experiment']}/{spec['solver']}/fresh"
+    log_configurations(read_json(args.mlflow), job, mlflow_runs(records, spec, problem))
+    atomic_write(args.out, lambda tmp: runs.to_parquet(tmp, index=False))
+
+
+def cmd_fresh_table(args):
+    """Selected-on and fresh numbers side by side, the fresh curves, logged to the parent run."""
+    import pandas as pd
+
+    from dpcd.report import plot_rel_error
+    from dpcd.report.fresh import chosen_curves, fresh_markdown, fresh_metrics, fresh_table
+    from dpcd.tracking import log_experiment_artifacts
+
+    spec = json.loads(args.spec)
+    selected = read_table(args.table)
+    runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
+    table = fresh_table(selected, runs)
+    atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
+    text = fresh_markdown(table, args.experiment, spec["fresh_seeds"])
+    atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
+    chosen = chosen_curves(selected, spec.get("select_by", "last_objective"))
+    atomic_write(args.figure, lambda tmp: plot_rel_error(
+        runs, tmp, title=f"{args.experiment} (fresh seeds)", chosen=chosen))
+    log_experiment_artifacts(read_json(args.mlflow), [args.csv, args.md, args.figure],
+                             tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
+                             metrics=fresh_metrics(table), artifact_path="fresh")
+
+
 # --- summary ------------------------------------------------------------------
 def cmd_summary(args):
     """Tables 2 and 3 across experiments, beside the published values if given."""
     import pandas as pd
 
     from dpcd.report.summary import (
+        add_fresh,
         compare,
+        fresh_summary_markdown,
+        lambda_summary_markdown,
         overhead_markdown,
         read_published,
         solve_overhead,
@@ -286,21 +334,50 @@ def cmd_summary(args):
 
     if len(args.experiments) != len(args.tables):
         raise ValueError("--experiments and --tables must pair up")
-    tables = {name: pd.read_csv(path) for name, path in zip(args.experiments, args.tables)}
+    tables = {name: read_table(path) for name, path in zip(args.experiments, args.tables)}
     published = read_published(args.published) if args.published else None
     table = compare(stack_experiments(tables), published)
+    if args.fresh_tables:
+        # results/tables/fresh/<experiment>.csv
+        fresh = {Path(path).stem: read_table(path) for path in args.fresh_tables}
+        table = add_fresh(table, fresh)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
     overhead = solve_overhead([read_json(path) for path in args.timings or []])
-    text = summary_markdown(table) + overhead_markdown(overhead)
+    text = summary_markdown(table) + fresh_summary_markdown(table)
+    if args.lambda_table:
+        text += lambda_summary_markdown(pd.read_csv(args.lambda_table))
+    text += overhead_markdown(overhead)
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     metrics = {}
     if published is not None:
         metrics["cells_off_by_2x"] = int(table["differs"].fillna(False).sum())
         metrics["cells_compared"] = int(table["paper_rel_error_mean"].notna().sum())
+    if "fresh_rel_error_mean" in table:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = (table["fresh_rel_error_mean"] / table["rel_error_mean"]).replace(
+                [np.inf, -np.inf], np.nan).dropna()
+        if len(ratio):
+            metrics["fresh_over_selected_rel_error_median"] = float(ratio.median())
     if not overhead.empty:
         metrics["kernel_share_of_solve_time"] = float(overhead.attrs["kernel_share"])
     log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
                              metrics=metrics)
+
+
+def cmd_lambda_table(args):
+    """Best relative error per solver against lambda (experiments' alpha_grid)."""
+    import pandas as pd
+
+    from dpcd.report.lambdas import lambda_table, plot_lambda
+
+    if not len(args.experiments) == len(args.tables) == len(args.references):
+        raise ValueError("--experiments, --tables and --references must pair up")
+    tables = {name: read_table(path) for name, path in zip(args.experiments, args.tables)}
+    references = {name: read_json(path) for name, path in zip(args.experiments, args.references)}
+    fresh = {Path(path).stem: read_table(path) for path in args.fresh_tables or []}
+    table = lambda_table(json.loads(args.groups), tables, references, fresh)
+    atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
+    atomic_write(args.figure, lambda tmp: plot_lambda(table, tmp))
 
 
 # --- paper report -----------------------------------------------------------
@@ -386,14 +463,45 @@ def register(subparsers):
                    help="histogram of |w*| (DP-GCD Figure 2)")
     p.add_argument("--figure-time", required=True)
 
+    p = add("fresh", cmd_fresh, "re-run one solver's selected configurations on fresh seeds")
+    p.add_argument("--spec", required=True, help="JSON: the solve spec plus fresh_seeds")
+    p.add_argument("--table", required=True, help="the experiment's selection table (CSV)")
+    p.add_argument("--data", required=True)
+    p.add_argument("--smoothness", required=True)
+    p.add_argument("--reference", required=True)
+    p.add_argument("--mlflow", required=True)
+    p.add_argument("--out", required=True)
+
+    p = add("fresh-table", cmd_fresh_table, "selected-on and fresh numbers of one experiment")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--spec", required=True, help="JSON: select_by, fresh_seeds")
+    p.add_argument("--table", required=True, help="the experiment's selection table (CSV)")
+    p.add_argument("--runs", nargs="+", required=True, help="the fresh jobs' tables")
+    p.add_argument("--mlflow", required=True)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--figure", required=True)
+
     p = add("summary", cmd_summary, "tables across experiments, beside published values")
     p.add_argument("--experiments", nargs="+", required=True)
     p.add_argument("--tables", nargs="+", required=True, help="each experiment's table CSV")
     p.add_argument("--published", help="CSV of published cells to compare with")
     p.add_argument("--timings", nargs="*", help="the solve jobs' overhead ledgers (JSON)")
+    p.add_argument("--fresh-tables", nargs="*",
+                   help="results/tables/fresh/<experiment>.csv: numbers on fresh seeds")
+    p.add_argument("--lambda-table", help="CSV of dpcd lambda-table (regularisation sensitivity)")
     p.add_argument("--mlflow-experiment", required=True)
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
+
+    p = add("lambda-table", cmd_lambda_table, "best relative error per solver against lambda")
+    p.add_argument("--experiments", nargs="+", required=True)
+    p.add_argument("--tables", nargs="+", required=True, help="each experiment's table CSV")
+    p.add_argument("--references", nargs="+", required=True, help="each experiment's reference JSON")
+    p.add_argument("--fresh-tables", nargs="*", help="their fresh tables, if any")
+    p.add_argument("--groups", required=True, help="JSON: experiment -> {base, alpha | fraction}")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--figure", required=True)
 
     p = add("paper-report", cmd_paper_report, "cross-experiment paper figures and report page")
     p.add_argument("--experiments", nargs="+", required=True)

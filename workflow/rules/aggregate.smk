@@ -40,6 +40,94 @@ rule aggregate:
         " 2> {log}"
 
 
+# Stage 5b: every selected configuration re-run on report.fresh_seeds new seeds
+# (a new private release each), then both numbers side by side.
+rule fresh:
+    input:
+        table="results/tables/{experiment}.csv",
+        data=processed_path,
+        smoothness=smoothness_path,
+        reference="results/reference/{experiment}.json",
+        mlflow="results/mlflow/{experiment}.json",
+        warmup="results/.numba_cache/warmup.done",
+    output:
+        "results/fresh/{experiment}/{solver}.parquet",
+    log:
+        "results/logs/fresh/{experiment}/{solver}.log",
+    benchmark:
+        "results/benchmarks/fresh/{experiment}/{solver}.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        spec=fresh_params,
+    shell:
+        "dpcd fresh --spec {params.spec:q} --table {input.table}"
+        " --data {input.data} --smoothness {input.smoothness}"
+        " --reference {input.reference} --mlflow {input.mlflow} --out {output} 2> {log}"
+
+
+rule fresh_table:
+    input:
+        table="results/tables/{experiment}.csv",
+        runs=fresh_runs,
+        mlflow="results/mlflow/{experiment}.json",
+    output:
+        csv="results/tables/fresh/{experiment}.csv",
+        md="results/tables/fresh/{experiment}.md",
+        figure=report(
+            "results/figures/{experiment}_rel_error_fresh.png",
+            caption="../report/rel_error_fresh.rst",
+            category="Fresh seeds",
+        ),
+    log:
+        "results/logs/fresh_table/{experiment}.log",
+    benchmark:
+        "results/benchmarks/fresh_table/{experiment}.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        spec=fresh_table_params,
+    shell:
+        "dpcd fresh-table --experiment {wildcards.experiment} --spec {params.spec:q}"
+        " --table {input.table} --runs {input.runs} --mlflow {input.mlflow}"
+        " --csv {output.csv} --md {output.md} --figure {output.figure} 2> {log}"
+
+
+# Stage 5c: best relative error per solver against lambda (experiments' alpha_grid).
+rule lambda_table:
+    input:
+        tables=expand(
+            "results/tables/{experiment}.csv", experiment=lambda_experiments()
+        ),
+        fresh=lambda_fresh_tables(),
+        references=expand(
+            "results/reference/{experiment}.json", experiment=lambda_experiments()
+        ),
+    output:
+        csv="results/tables/lambda/sensitivity.csv",
+        figure=report(
+            "results/figures/lambda_sensitivity.png",
+            caption="../report/lambda_sensitivity.rst",
+            category="Regularisation",
+        ),
+    log:
+        "results/logs/lambda_table.log",
+    benchmark:
+        "results/benchmarks/lambda_table.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        experiments=" ".join(lambda_experiments()),
+        groups=lambda wildcards: _json(LAMBDA_GROUPS),
+        fresh=lambda wildcards, input: (
+            f"--fresh-tables {' '.join(input.fresh)}" if input.fresh else ""
+        ),
+    shell:
+        "dpcd lambda-table --experiments {params.experiments} --tables {input.tables}"
+        " --references {input.references} {params.fresh} --groups {params.groups:q}"
+        " --csv {output.csv} --figure {output.figure} 2> {log}"
+
+
 # Stage 6: Tables 2 and 3 across experiments, next to the published cells if
 # config report.published names them; logged to the MLflow experiment <prefix>summary.
 rule summary:
@@ -49,6 +137,8 @@ rule summary:
         ),
         published=published_input(),
         timings=solve_timings(),
+        fresh=fresh_tables(),
+        lambdas=lambda_outputs(),
     output:
         csv="results/summary.csv",
         md="results/summary.md",
@@ -64,8 +154,15 @@ rule summary:
             f"--published {input.published}" if input.published else ""
         ),
         mlflow_experiment=config["mlflow"]["experiment_prefix"] + "summary",
+        fresh=lambda wildcards, input: (
+            f"--fresh-tables {' '.join(input.fresh)}" if input.fresh else ""
+        ),
+        lambdas=lambda wildcards, input: (
+            f"--lambda-table {input.lambdas}" if input.lambdas else ""
+        ),
     shell:
         "dpcd summary --experiments {params.experiments} --tables {input.tables}"
-        " {params.published} --mlflow-experiment {params.mlflow_experiment:q}"
+        " {params.published} {params.fresh} {params.lambdas}"
+        " --mlflow-experiment {params.mlflow_experiment:q}"
         " --timings {input.timings}"
         " --csv {output.csv} --md {output.md} 2> {log}"

@@ -1,4 +1,5 @@
 # Validation, wildcard constraints and the named helpers every rule uses.
+import copy
 import json
 import os
 from types import SimpleNamespace
@@ -6,6 +7,37 @@ from types import SimpleNamespace
 from snakemake.utils import validate
 
 validate(config, "../schemas/config.schema.yaml")
+
+
+def _expand_alpha_grids(experiments):
+    """Experiment name -> {base, alpha or lambda_max_fraction} of the
+    experiments each ``alpha_grid`` adds: ``<name>_lam<k>`` is ``<name>`` at the
+    k-th strength, so every rule runs it as any other experiment."""
+    groups = {}
+    for name in sorted(experiments):
+        grid = experiments[name].pop("alpha_grid", None)
+        if not grid:
+            continue
+        ((key, values),) = grid.items()
+        for k, value in enumerate(values):
+            new = f"{name}_lam{k}"
+            if new in experiments:
+                raise ValueError(
+                    f"config: experiments.{name}.alpha_grid: {new!r} is already an experiment"
+                )
+            exp = copy.deepcopy(experiments[name])
+            if key == "alphas":
+                exp["problem"]["alpha"] = float(value)
+                setting = {"alpha": float(value)}
+            else:
+                exp["problem"]["lambda_max_fraction"] = float(value)
+                setting = {"lambda_max_fraction": float(value)}
+            experiments[new] = exp
+            groups[new] = {"base": name, **setting}
+    return groups
+
+
+LAMBDA_GROUPS = _expand_alpha_grids(config["experiments"])
 
 # Jobs inherit these: one project-local numba cache (filled once by
 # warmup_numba), one calibration cache (each distinct noise calibration is
@@ -117,6 +149,10 @@ def private_smoothness_params(wildcards):
 
 def solve_params(wildcards):
     """Everything one solver's sweep reads, and nothing of the other solvers."""
+    return _json(_solve_spec(wildcards))
+
+
+def _solve_spec(wildcards):
     exp = _experiment(wildcards.experiment)
     keys = ("dataset", "variant", "problem", "privacy", "seeds", "base_seed")
     spec = {key: exp[key] for key in keys}
@@ -130,7 +166,63 @@ def solve_params(wildcards):
     )
     if solver != wildcards.solver:
         spec["adapter"] = solver  # only variants carry it: DP-CD specs are unchanged
-    return _json(spec)
+    return spec
+
+
+# Fresh-seed re-evaluation (aggregate.smk): one job per (experiment, solver).
+def fresh_seeds():
+    return config["report"]["fresh_seeds"]
+
+
+def fresh_params(wildcards):
+    """The solve spec without its chunking, plus the number of fresh seeds:
+    editing report.fresh_seeds reruns the fresh jobs and what reads them only."""
+    spec = _solve_spec(wildcards)
+    del spec["chunks"]
+    return _json({**spec, "fresh_seeds": fresh_seeds()})
+
+
+def fresh_runs(wildcards):
+    exp = _experiment(wildcards.experiment)
+    return [
+        f"results/fresh/{wildcards.experiment}/{solver}.parquet"
+        for solver in sorted(exp["solvers"])
+    ]
+
+
+def fresh_table_params(wildcards):
+    exp = _experiment(wildcards.experiment)
+    return _json({"select_by": exp["select_by"], "fresh_seeds": fresh_seeds()})
+
+
+def fresh_tables():
+    """Every experiment's fresh table, or none when report.fresh_seeds is 0."""
+    if not fresh_seeds():
+        return []
+    return [
+        f"results/tables/fresh/{name}.csv" for name in sorted(config["experiments"])
+    ]
+
+
+# Regularisation sensitivity (aggregate.smk), when some experiment has an alpha_grid.
+def lambda_experiments():
+    """The experiments of the lambda table: each base with its alpha_grid ones."""
+    bases = {group["base"] for group in LAMBDA_GROUPS.values()}
+    return sorted(bases | set(LAMBDA_GROUPS))
+
+
+def lambda_fresh_tables():
+    return [
+        f"results/tables/fresh/{name}.csv"
+        for name in lambda_experiments()
+        if fresh_seeds()
+    ]
+
+
+def lambda_outputs():
+    if not LAMBDA_GROUPS:
+        return []
+    return ["results/tables/lambda/sensitivity.csv"]
 
 
 def mlflow_experiment_name(wildcards):
@@ -183,6 +275,14 @@ def final_outputs():
             f"results/figures/{name}_rel_error_time.png",
             f"results/figures/{name}_solution.png",
         ]
+        if fresh_seeds():
+            outputs += [
+                f"results/tables/fresh/{name}.csv",
+                f"results/tables/fresh/{name}.md",
+                f"results/figures/{name}_rel_error_fresh.png",
+            ]
+    if LAMBDA_GROUPS:
+        outputs += lambda_outputs() + ["results/figures/lambda_sensitivity.png"]
     return outputs
 
 

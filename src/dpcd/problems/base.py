@@ -53,6 +53,28 @@ def make_problem(loss, penalty, alpha, l1_ratio=0.5):
     return datafit, pen
 
 
+def lambda_max(X, y, datafit):
+    """``||grad f(0)||_inf``: the smallest L1 strength whose solution is ``w = 0``.
+
+    For squares ``(1/n) sum (x_i.w - y_i)^2`` this is ``2 ||X^T y||_inf / n``; for
+    the logistic loss ``||X^T y||_inf / (2 n)``. It is the usual scale of lambda
+    (``lambda_max x fraction``); for L2 and elastic-net penalties it is the same
+    number, used as a scale only (their solutions are never exactly 0).
+
+    Parameters
+    ----------
+    X : array or scipy.sparse matrix, shape (n_samples, n_features)
+    y : array, shape (n_samples,)
+    datafit : Squares, Logistic or Hinge
+
+    Returns
+    -------
+    float
+    """
+    grad = datafit.gradient(X, np.asarray(y, dtype=np.float64), np.zeros(X.shape[1]))
+    return float(np.max(np.abs(grad)))
+
+
 def objective(X, y, w, datafit, penalty):
     """Objective ``F(w) = (1/n) sum_i l(w; (x_i, y_i)) + psi(w)``.
 

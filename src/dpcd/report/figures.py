@@ -41,7 +41,7 @@ def _decades_axis(ax, values):
         ax.set_xscale("symlog", linthresh=float(positive.min()))
 
 
-def plot_rel_error(runs, path, x="pass", title=None, select_by="last_objective"):
+def plot_rel_error(runs, path, x="pass", title=None, select_by="last_objective", chosen=None):
     """Relative error of each solver's best configuration: mean line, min/max band.
 
     Parameters
@@ -55,8 +55,15 @@ def plot_rel_error(runs, path, x="pass", title=None, select_by="last_objective")
     title : str, optional
     select_by : {"last_objective", "validation"}
         How each solver's configuration is chosen (see :mod:`dpcd.report.tables`).
+    chosen : pandas.DataFrame, optional
+        Columns ``solver, epsilon, config_id``: draw these configurations
+        instead of choosing on ``runs`` (the fresh-seed curves of the
+        configurations chosen on the selection seeds).
     """
-    curves = best_overall(runs, select_by).copy()
+    if chosen is None:
+        curves = best_overall(runs, select_by).copy()
+    else:
+        curves = runs.merge(chosen[["solver", "epsilon", "config_id"]]).copy()
     curves["rel_error"] = curves["rel_error"].clip(lower=FLOOR)
     curves["label"] = curves["solver"] + " (ε=" + curves["epsilon"].map("{:g}".format) + ")"
     stats = curves.groupby(["label", "pass"]).agg(

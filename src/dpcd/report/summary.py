@@ -11,6 +11,7 @@ differ by more than a factor 2.
 import numpy as np
 import pandas as pd
 
+from dpcd.report.fresh import pair_cell
 from dpcd.report.tables import pivot_markdown
 
 KEY = ["experiment", "solver", "passes"]
@@ -282,3 +283,158 @@ def overhead_markdown(overhead):
         shown.to_markdown(index=False),
         "",
     ])
+
+
+# --- fresh seeds (issue 14) ---------------------------------------------------
+FRESH = ["fresh_rel_error_mean", "fresh_rel_error_std", "test_metric_median",
+         "fresh_test_metric_median"]
+
+
+def add_fresh(table, fresh_tables):
+    """Join each experiment's fresh numbers ({experiment: fresh table}) to the
+    stacked table, by the selected configuration."""
+    frames = [t.assign(experiment=name) for name, t in fresh_tables.items()]
+    fresh = pd.concat(frames, ignore_index=True)
+    # the selected-on test metric comes along (the stacked table has no held-out columns)
+    columns = ["experiment", "solver", "config_id"] + [
+        c for c in FRESH if c in fresh and c not in table]
+    fresh = fresh[columns].astype({"config_id": str})
+    return table.astype({"config_id": str}).merge(
+        fresh, on=["experiment", "solver", "config_id"], how="left")
+
+
+def best_solver_per_cell(table, value):
+    """Per (experiment, epsilon, passes): the solver with the lowest ``value``."""
+    ok = table[table[value].notna()]
+    index = ok.groupby(["experiment", "epsilon", "passes"])[value].idxmin()
+    return ok.loc[index, ["experiment", "epsilon", "passes", "solver"]].set_index(
+        ["experiment", "epsilon", "passes"])["solver"]
+
+
+def conclusions_on_fresh(table, solvers=("dp_cd", "dp_sgd")):
+    """Which of the summary's conclusions hold on the fresh numbers.
+
+    Returns
+    -------
+    duel : pandas.DataFrame
+        Per (experiment, epsilon, passes) with both ``solvers``: their errors
+        on the selection seeds and on fresh seeds, the winner on each, and
+        ``holds`` (same winner).
+    best : pandas.DataFrame
+        Per cell: the lowest-error solver on the selection seeds and on fresh
+        seeds, and ``holds``.
+    """
+    first, second = solvers
+    selected = winners(table, solvers)
+    fresh = winners(table.assign(rel_error_mean=table["fresh_rel_error_mean"]), solvers)
+    duel = pd.DataFrame()
+    if not selected.empty and not fresh.empty:
+        duel = selected.merge(fresh, on=["experiment", "epsilon", "passes"],
+                              suffixes=("", "_fresh"))
+        duel["holds"] = duel["winner"] == duel["winner_fresh"]
+        duel = duel.rename(columns={first: f"{first}_selected_on", second: f"{second}_selected_on",
+                                    "winner": "winner_selected_on"})
+    best = pd.concat({"best_selected_on": best_solver_per_cell(table, "rel_error_mean"),
+                      "best_fresh": best_solver_per_cell(table, "fresh_rel_error_mean")},
+                     axis=1).dropna().reset_index()
+    best["holds"] = best["best_selected_on"] == best["best_fresh"]
+    return duel, best
+
+
+def fresh_summary_markdown(table):
+    """The summary's fresh-seed sections: both numbers per cell, and which
+    conclusions still hold on the fresh numbers."""
+    from dpcd.report.fresh import pair_markdown
+
+    if "fresh_rel_error_mean" not in table or table["fresh_rel_error_mean"].isna().all():
+        return ""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        optimism = (table["fresh_rel_error_mean"] / table["rel_error_mean"]).replace(
+            [np.inf, -np.inf], np.nan).dropna()
+    parts = [
+        "",
+        "## Selected on / fresh seeds",
+        "",
+        "Relative error of each cell's selected configuration: mean over the seeds it "
+        "was selected on / mean over fresh seeds never used for selection "
+        "(report.fresh_seeds; results/tables/fresh/). The first is optimistic. "
+        + (f"Fresh / selected-on ratio: median {optimism.median():.3g}, "
+           f"max {optimism.max():.3g} over {len(optimism)} cells." if len(optimism) else ""),
+        "",
+        pair_markdown(table, "rel_error_mean", "fresh_rel_error_mean", keys=ROWS),
+        "",
+    ]
+    if {"test_metric_median", "fresh_test_metric_median"} <= set(table) and \
+            table["fresh_test_metric_median"].notna().any():
+        parts += [
+            "Test metric (median over seeds; selection on the validation set): "
+            "selected on / fresh.",
+            "",
+            pair_markdown(table[table["fresh_test_metric_median"].notna()],
+                          "test_metric_median", "fresh_test_metric_median", keys=ROWS, fmt=".4g"),
+            "",
+        ]
+    duel, best = conclusions_on_fresh(table)
+    parts += ["## Conclusions on fresh seeds", ""]
+    if not duel.empty:
+        held = int(duel["holds"].sum())
+        parts += [
+            f"DP-CD against DP-SGD: the winner of {held} of {len(duel)} cells is the same "
+            "on fresh seeds. Per cell (relative error, selected on / fresh):",
+            "",
+            "| experiment | epsilon | passes | DP-CD | DP-SGD | winner | holds on fresh seeds |",
+            "|---|---|---|---|---|---|---|",
+            *[f"| {r.experiment} | {r.epsilon:g} | {r.passes:g} | "
+              f"{pair_cell(r.dp_cd_selected_on, r.dp_cd_fresh, '.4f')} | "
+              f"{pair_cell(r.dp_sgd_selected_on, r.dp_sgd_fresh, '.4f')} | "
+              f"{r.winner_selected_on} / {r.winner_fresh} | {'yes' if r.holds else '**no**'} |"
+              for r in duel.itertuples()],
+            "",
+        ]
+    if not best.empty:
+        held = int(best["holds"].sum())
+        parts += [
+            f"Lowest-error solver of each cell: the same on fresh seeds in {held} of "
+            f"{len(best)} cells."
+            + ("" if held == len(best) else " Cells where it changes:"),
+            "",
+        ]
+        if held != len(best):
+            parts += [best[~best["holds"]].to_markdown(index=False, floatfmt=".4g"), ""]
+    return "\n".join(parts)
+
+
+def lambda_summary_markdown(table):
+    """The summary's regularisation-sensitivity section (from ``dpcd lambda-table``)."""
+    from dpcd.report.lambdas import lambda_markdown
+
+    if table.empty:
+        return ""
+    fresh = table["fresh_rel_error_mean"].notna().any()
+    parts = [
+        "",
+        "## Regularisation sensitivity",
+        "",
+        "Best relative error of each solver (its best cell, passes tuned, chosen on "
+        "the selection seeds) at each regularisation strength lambda of the "
+        "experiments with an alpha_grid (lambda_max = |grad f(0)|_inf of the "
+        "training data)" + (": selected on / fresh seeds." if fresh else ".")
+        + " Figure: figures/lambda_sensitivity.png.",
+        "",
+        lambda_markdown(table),
+        "",
+    ]
+    column = "fresh_rel_error_mean" if fresh else "rel_error_mean"
+    pivot = table.pivot_table(index=["experiment", "epsilon", "alpha"], columns="solver",
+                              values=column)
+    if {"dp_cd", "dp_sgd"} <= set(pivot.columns):
+        ahead = (pivot["dp_cd"] < pivot["dp_sgd"]).groupby(level=["experiment", "epsilon"])
+        lines = []
+        for (experiment, epsilon), wins in ahead:
+            lambdas = wins.index.get_level_values("alpha")
+            lost = [f"{a:.3g}" for a, w in zip(lambdas, wins) if not w]
+            lines.append(f"- {experiment} (ε={epsilon:g}): DP-CD ahead of DP-SGD at "
+                         f"{int(wins.sum())} of {len(wins)} lambdas"
+                         + (f"; not at lambda = {', '.join(lost)}." if lost else "."))
+        parts += [f"On the {'fresh' if fresh else 'selection'} numbers:", "", *lines, ""]
+    return "\n".join(parts)

@@ -99,3 +99,31 @@ def run_seed(base_seed, seed_index):
     """
     state = np.random.SeedSequence([base_seed, seed_index]).generate_state(1)
     return int(state[0])
+
+
+# Spawn-key branch of the fresh seeds: a SeedSequence with this spawn_key is a
+# child no selection seed's SeedSequence (spawn_key ()) can be.
+FRESH_BRANCH = 1
+# Selection seeds are 32-bit words (< 2**32); fresh seeds are shifted to
+# [2**32, 2**33), so no fresh seed can equal a selection seed, whatever the hash.
+FRESH_OFFSET = 2**32
+
+
+def fresh_seed(base_seed, seed_index):
+    """Integer seed of fresh run ``seed_index``, disjoint from :func:`run_seed`.
+
+    Used to re-run selected configurations on seeds they were not selected on.
+    Disjoint by construction: drawn from the branch ``spawn_key=(FRESH_BRANCH,)``
+    of ``SeedSequence([base_seed, seed_index])``, then shifted above every
+    32-bit selection seed. Different indices give different seeds (checked).
+    """
+    entropy = np.random.SeedSequence([base_seed, seed_index], spawn_key=(FRESH_BRANCH,))
+    return FRESH_OFFSET + int(entropy.generate_state(1)[0])
+
+
+def fresh_seeds(base_seed, n_seeds):
+    """The first ``n_seeds`` fresh seeds (see :func:`fresh_seed`), all distinct."""
+    seeds = [fresh_seed(base_seed, k) for k in range(n_seeds)]
+    if len(set(seeds)) != len(seeds):  # a 32-bit collision: never seen, but checked
+        raise ValueError(f"fresh seeds of base_seed {base_seed} collide: {seeds}")
+    return seeds

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpcd.data import load_dataset
-from dpcd.problems import make_problem
+from dpcd.problems import lambda_max, make_problem
 from dpcd.solvers.base import check_data
 
 
@@ -37,6 +37,8 @@ class SweepProblem:
     X_val, y_val, X_test, y_test : arrays or None
         Held-out splits of the processed file (DP-SCD App. E), for the
         validation and test metrics of each run's final iterate.
+    alpha : float
+        Regularisation strength the penalty uses (resolved by :func:`resolve_alpha`).
     """
 
     X: np.ndarray
@@ -52,6 +54,7 @@ class SweepProblem:
     y_val: np.ndarray = None
     X_test: np.ndarray = None
     y_test: np.ndarray = None
+    alpha: float = 0.0
 
     @property
     def n_samples(self):
@@ -139,6 +142,25 @@ def _check_sparse(X, y, datafit):
     return X, y
 
 
+def resolve_alpha(problem_spec, X, y):
+    """Regularisation strength of a problem spec: ``alpha``, or
+    ``lambda_max_fraction`` x :func:`dpcd.problems.lambda_max` of the training
+    data when the spec gives a fraction (the experiments ``alpha_grid``
+    expands into).
+
+    Returns
+    -------
+    alpha : float
+    lam_max : float
+        lambda_max of (X, y) and the spec's loss.
+    """
+    datafit, _ = make_problem(problem_spec["loss"], "none", 0.0)
+    lam_max = lambda_max(X, y, datafit)
+    fraction = problem_spec.get("lambda_max_fraction")
+    alpha = problem_spec.get("alpha", 0.0) if fraction is None else fraction * lam_max
+    return float(alpha), lam_max
+
+
 def load_problem(data_path, problem_spec, smoothness_path):
     """Load a preprocessed dataset and its smoothness constants for one sweep.
 
@@ -147,7 +169,8 @@ def load_problem(data_path, problem_spec, smoothness_path):
     data_path : str
         ``results/data/processed/{dataset}/{variant}.npz``.
     problem_spec : dict
-        ``{"loss", "penalty", "alpha", "l1_ratio"}`` from the config.
+        ``{"loss", "penalty", "alpha", "l1_ratio"}`` from the config, or
+        ``lambda_max_fraction`` instead of ``alpha`` (see :func:`resolve_alpha`).
     smoothness_path : str
         JSON written by ``dpcd smoothness``.
 
@@ -156,16 +179,17 @@ def load_problem(data_path, problem_spec, smoothness_path):
     SweepProblem
     """
     dataset = load_dataset(data_path)
+    X = as_solver_input(dataset.X)
+    alpha, _ = resolve_alpha(problem_spec, X, dataset.y)
     datafit, penalty = make_problem(
         problem_spec["loss"],
         problem_spec["penalty"],
-        problem_spec.get("alpha", 0.0),
+        alpha,
         problem_spec.get("l1_ratio", 0.5),
     )
     with open(smoothness_path) as fh:
         constants = json.load(fh)
     # Validated once here; every run of the sweep then skips the scan of X.
-    X = as_solver_input(dataset.X)
     if sp.issparse(X):
         X, y = _check_sparse(X, dataset.y, datafit)
     else:
@@ -188,4 +212,5 @@ def load_problem(data_path, problem_spec, smoothness_path):
         y_val=dataset.y_val,
         X_test=None if dataset.X_test is None else as_solver_input(dataset.X_test),
         y_test=dataset.y_test,
+        alpha=alpha,
     )

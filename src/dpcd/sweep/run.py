@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dpcd import privacy
 from dpcd.privacy.validation import check_positive_int
+from dpcd.problems import make_problem
 from dpcd.sweep.adapters import HYPERPARAMETERS, Budget, get_adapter
 from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
 from dpcd.sweep.metrics import holdout_metrics
@@ -50,6 +52,37 @@ def chunk_configurations(spec, chunk):
         spec["solver"], spec["grid"], spec["passes"], epsilons_of(spec["privacy"])
     )
     return chunk_of(configs, chunk, spec["chunks"])
+
+
+def private_smoothness_estimates(X, loss, fraction, epsilons, base_seed, n_seeds, branch=()):
+    """Private smoothness constants per (epsilon, seed index), DP-CD Appendix F.
+
+    Each seed index draws its Laplace noise from
+    ``SeedSequence(base_seed, spawn_key=(*branch, seed_index, 7))``: the
+    selection runs use ``branch=()``, the fresh re-runs their own branch
+    (:data:`dpcd.sweep.grid.FRESH_BRANCH`), so their estimates are new releases.
+
+    Returns
+    -------
+    dict
+        ``{"smoothness_fraction", "estimates": [{epsilon, seed_index,
+        smoothness, ledger}, ...]}`` (what the private smoothness stage writes).
+    """
+    datafit, _ = make_problem(loss, "none", 0.0)
+    estimates = []
+    for epsilon in epsilons:
+        for seed_index in range(n_seeds):
+            seq = np.random.SeedSequence(base_seed, spawn_key=(*branch, seed_index, 7))
+            # The paper's crude bounds: twice each feature's largest magnitude.
+            smoothness, ledger = privacy.estimate_smoothness(
+                datafit, X, fraction * epsilon, np.random.default_rng(seq))
+            estimates.append({
+                "epsilon": float(epsilon),
+                "seed_index": seed_index,
+                "smoothness": np.asarray(smoothness).tolist(),
+                "ledger": ledger.to_dict(),
+            })
+    return {"smoothness_fraction": fraction, "estimates": estimates}
 
 
 def _private_estimate(estimates, epsilon, seed_index):
@@ -98,16 +131,42 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     records : list of ConfigRecord
         One per configuration, for MLflow.
     """
+    n_seeds = check_positive_int(spec["seeds"], "seeds")
+    seeds = [run_seed(spec["base_seed"], k) for k in range(n_seeds)]
+    configs = chunk_configurations(spec, chunk)
+    return run_configurations(spec, configs, seeds, problem, f_star, private_estimates, w_star)
+
+
+def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=None,
+                       w_star=None, nonprivate=()):
+    """Run configurations ``configs`` on seeds ``seeds``: the body of :func:`run_chunk`,
+    also used to re-run selected configurations on fresh seeds (:mod:`dpcd.sweep.fresh`).
+
+    Parameters
+    ----------
+    spec, problem, f_star, private_estimates, w_star
+        As for :func:`run_chunk`; ``private_estimates`` is indexed by the
+        position of a seed in ``seeds``.
+    configs : list of dict
+        Configurations (from :func:`dpcd.sweep.grid.configurations`).
+    seeds : list of int
+        Integer seeds, one run per configuration and seed.
+    nonprivate : tuple of str
+        Non-private inputs added to every run's ledger (e.g.
+        ``hyperparameter_selection`` for configurations chosen on the data).
+
+    Returns
+    -------
+    table, records
+        As for :func:`run_chunk`.
+    """
     # A named variant (config entry {solver: dp_gcd, rule: gs_q}) runs the
     # adapter ``spec["adapter"]``; its rows and curves keep the entry's name.
     adapter = get_adapter(spec.get("adapter", spec["solver"]))
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
-    n_seeds = check_positive_int(spec["seeds"], "seeds")
-    seeds = [run_seed(spec["base_seed"], k) for k in range(n_seeds)]
     rows, records = [], []
-    configs = chunk_configurations(spec, chunk)
     started = clock.monotonic()
     for done, config in enumerate(configs, 1):
         start_ms = int(clock.time() * 1000)
@@ -117,6 +176,9 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
         for seed_index, seed in enumerate(seeds):
             estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
             result, ledger = adapter(problem, config, seed, budget, estimate)
+            if ledger is not None:
+                for name in nonprivate:
+                    ledger = ledger.add_nonprivate_input(name)
             objectives.append(np.asarray(result.objective, dtype=np.float64))
             checkpoints.append(result.passes_done)
             if w_star is not None:
@@ -264,11 +326,13 @@ def mlflow_runs(records, spec, problem):
             "variant": spec["variant"],
             "loss": problem_spec["loss"],
             "penalty": problem_spec["penalty"],
-            "alpha": problem_spec.get("alpha", 0.0),
+            "alpha": getattr(problem, "alpha", problem_spec.get("alpha", 0.0)),
             "n_samples": problem.n_samples,
             "n_features": problem.n_features,
             "seeds": spec["seeds"],
             "base_seed": spec["base_seed"],
+            **({"lambda_max_fraction": problem_spec["lambda_max_fraction"]}
+               if "lambda_max_fraction" in problem_spec else {}),
             **{k: v for k, v in config.items() if k != "solver"},
         }
         metrics = []
@@ -321,6 +385,12 @@ def mlflow_runs(records, spec, problem):
                 compact_ledger(shown), indent=1, sort_keys=True
             )
         name = f"{spec['solver']}-{record.config_id}"
+        if spec.get("seed_set") == "fresh":
+            # A re-run of a selected configuration on new seeds: a release of its
+            # own, with its own ledger, never folded into the selection runs' claim.
+            tags["dpcd.seed_set"] = "fresh"
+            tags["privacy.release"] = "fresh_seeds"
+            name += "-fresh"
         runs.append(
             {"name": name, "params": params, "tags": tags, "metrics": metrics,
              "status": record.status, "artifacts": artifacts,

@@ -352,12 +352,13 @@ def log_configurations(info, job, runs, bulk=True):
     return _log_runs_with_client(client, info, job, runs, sha, now)
 
 
-def log_experiment_artifacts(info, paths, tags=None, metrics=None):
-    """Attach the aggregation's tables and figures to the parent run."""
+def log_experiment_artifacts(info, paths, tags=None, metrics=None, artifact_path=None):
+    """Attach the aggregation's tables and figures to the parent run (under
+    ``artifact_path`` when given: the fresh-seed tables share their names)."""
     client = _client(info["tracking_uri"])
     run_id = info["parent_run_id"]
     for path in paths:
-        _retry(client.log_artifact, run_id, str(path))
+        _retry(client.log_artifact, run_id, str(path), artifact_path)
     _log_batch(
         client, run_id,
         metrics=[Metric(k, float(v), int(time.time() * 1000), 0) for k, v in (metrics or {}).items()],

@@ -1,0 +1,91 @@
+"""Re-run the selected configurations on fresh seeds (issue 14, "honest tables").
+
+The best configuration of a grid, reported by its mean over the seeds it was
+selected on, is an optimistic estimate of that configuration's error (the
+minimum of noisy means). Re-running each selected configuration on seeds it
+was not selected on gives an unbiased one. The fresh seeds come from their own
+``SeedSequence`` branch (:func:`dpcd.sweep.grid.fresh_seeds`), the runs go
+through the same adapters as the sweep (:func:`dpcd.sweep.run.run_configurations`).
+
+Each fresh run is a new private release with its own ledger, which records
+``hyperparameter_selection`` among its non-private inputs: its hyperparameters
+were chosen on the private data.
+"""
+
+from dpcd.sweep.grid import FRESH_BRANCH, config_id, configurations, fresh_seeds
+from dpcd.sweep.run import (
+    epsilons_of,
+    private_smoothness_estimates,
+    run_configurations,
+)
+
+NONPRIVATE = ("hyperparameter_selection",)
+
+
+def selected_configurations(spec, table):
+    """The configurations of ``spec``'s solver that a selection table chose.
+
+    Parameters
+    ----------
+    spec : dict
+        The solve rule's params of one solver (grid, passes, privacy, ...).
+    table : pandas.DataFrame
+        The aggregation's table (``results/tables/{experiment}.csv``), one
+        row per selected (solver, epsilon, passes) cell with its ``config_id``.
+
+    Returns
+    -------
+    list of dict
+        The grid's configurations whose id the table selected, in the grid's
+        order (rebuilt from the grid, so no value goes through the CSV).
+    """
+    wanted = set(table.loc[table["solver"] == spec["solver"], "config_id"].astype(str))
+    configs = configurations(spec["solver"], spec["grid"], spec["passes"],
+                             epsilons_of(spec["privacy"]))
+    chosen = [config for config in configs if config_id(config) in wanted]
+    missing = wanted - {config_id(config) for config in chosen}
+    if missing:
+        raise ValueError(
+            f"solver {spec['solver']}: selected configuration(s) {sorted(missing)} are not "
+            "in its grid; the selection table comes from another configuration"
+        )
+    return chosen
+
+
+def run_fresh(spec, table, problem, f_star, w_star=None):
+    """Run every configuration ``table`` selected for ``spec``'s solver on fresh seeds.
+
+    Parameters
+    ----------
+    spec : dict
+        The solve params of one solver plus ``fresh_seeds`` (number of seeds).
+    table : pandas.DataFrame
+        The selection table of the experiment.
+    problem : SweepProblem
+    f_star : float
+    w_star : array, optional
+
+    Returns
+    -------
+    runs : pandas.DataFrame
+        The tidy table of :func:`dpcd.sweep.run.run_chunk` with ``seed_set`` =
+        ``"fresh"``.
+    records : list of ConfigRecord
+    spec : dict
+        ``spec`` with ``seeds`` = the number of fresh seeds and ``seed_set`` =
+        ``"fresh"`` (what :func:`dpcd.sweep.run.mlflow_runs` logs).
+    """
+    n_seeds = int(spec["fresh_seeds"])
+    spec = {**spec, "seeds": n_seeds, "seed_set": "fresh"}
+    configs = selected_configurations(spec, table)
+    seeds = fresh_seeds(spec["base_seed"], n_seeds)
+    estimates = None
+    if spec.get("adapter", spec["solver"]) == "dp_cd_p":
+        # DP-CD-P's smoothness estimate is part of each run's release: fresh too.
+        estimates = private_smoothness_estimates(
+            problem.X, spec["problem"]["loss"], spec["grid"]["smoothness_fraction"],
+            epsilons_of(spec["privacy"]), spec["base_seed"], n_seeds, branch=(FRESH_BRANCH,))
+    runs, records = run_configurations(spec, configs, seeds, problem, f_star, estimates,
+                                       w_star, nonprivate=NONPRIVATE)
+    runs["seed_set"] = "fresh"
+    return runs, records, spec
