@@ -105,7 +105,10 @@ def test_named_variant_runs_its_adapter_under_its_own_name(tmp_path, monkeypatch
 def test_sparse_problem_loads_without_densifying(tmp_path):
     problem = _toy_problem(tmp_path, sparse=True)
     assert problem.is_sparse and isinstance(problem.X_csc, sp.csc_matrix)
-    assert problem.X_cols is problem.X_csc and problem.X_rows is problem.X_csc
+    assert problem.X_cols is problem.X_csc
+    # rows are read by SGD: CSR, converted once and cached
+    assert isinstance(problem.X_rows, sp.csr_matrix) and problem.X_rows is problem.X_rows
+    assert (problem.X_rows != problem.X_csc).nnz == 0
     with pytest.raises(TypeError, match="never densified"):
         problem.X_fortran
     assert not _toy_problem(tmp_path, sparse=False).is_sparse

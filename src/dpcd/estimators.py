@@ -37,6 +37,9 @@ Privacy notes (see DESIGN.md, "Privacy conventions")
   the model is ``f(x) = wᵀx / ‖x‖`` with the penalty ``(alpha/2)‖w‖²`` for
   all three solvers (primal fits ``w·sqrt(n)`` with ``alpha/n``).  With
   ``normalize_rows=False`` rows (or, primal, columns) of norm > 1 are refused.
+* Sparse X (scipy) is kept sparse by ``dp_cd``, ``dp_cd_p``, ``dp_gcd`` and
+  ``dp_sgd`` (their kernels read only the stored entries); the DP-SCD
+  solvers densify it.
   The penalty must be ``"l2"`` (the paper's (λ/2)‖θ‖²); ``step`` is unused.
   For squares, dpcd's objective is ``(1/n)‖Xw − y‖²`` — twice the paper's
   ½-loss — so the paper's ridge with λ is ``alpha = 2λ`` here.
@@ -163,7 +166,7 @@ class _BaseDPLinear(BaseEstimator):
                 raise ValueError(f"batch_size must be <= n_samples = {n_samples}, "
                                  f"got {self.batch_size!r}")
 
-        if sp.issparse(X):  # dp_gcd only: M_j = c * ||X_j||^2 / n without densifying
+        if sp.issparse(X):  # M_j = c * ||X_j||^2 / n without densifying
             per_entry = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
             smoothness = per_entry * np.asarray(X.multiply(X).sum(axis=0)).ravel() / n_samples
         else:
@@ -286,8 +289,9 @@ class _BaseDPLinear(BaseEstimator):
                              dtype=np.float64, ensure_min_samples=2,
                              y_numeric=self._loss == "squares")
         if sp.issparse(X):
-            # DP-GCD walks CSC; the other kernels walk dense arrays
-            X = X.tocsc() if self.solver == "dp_gcd" else X.toarray()
+            # the coordinate kernels walk CSC and DP-SGD CSR (converted by the
+            # sweep problem); only DP-SCD's kernels walk dense arrays
+            X = X.toarray() if self.solver in SCD_SOLVERS else X.tocsc()
         return X, y
 
     def _decision(self, X):
@@ -318,7 +322,7 @@ _PARAMETERS_DOC = """
 "primal_dp_scd"}, default="dp_cd"
         DP-CD with exact smoothness constants (Algorithm 1 of [1]_), DP-CD
         with privately estimated ones (Section 5.2, Appendix F), DP-GCD
-        (private greedy CD, [2]_; sparse X is kept sparse), proximal DP-SGD
+        (private greedy CD, [2]_), proximal DP-SGD
         with Poisson-sampled batches (the DP-CD paper's baseline), or DP-SCD
         [3]_: dual (Algorithm 1, Poisson batches of expected size
         ``batch_size``), sequential (Algorithm 3) or primal (Algorithm 2,
@@ -452,7 +456,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         Parameters
         ----------
         X : array-like or sparse matrix, shape (n_samples, n_features)
-            Training data (sparse input is densified, except for dp_gcd).
+            Training data (sparse input is kept sparse, except for the DP-SCD solvers).
         y : array-like, shape (n_samples,)
             Targets.
 
@@ -544,7 +548,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         Parameters
         ----------
         X : array-like or sparse matrix, shape (n_samples, n_features)
-            Training data (sparse input is densified, except for dp_gcd).
+            Training data (sparse input is kept sparse, except for the DP-SCD solvers).
         y : array-like, shape (n_samples,)
             Labels of exactly two classes (any type sklearn accepts).
 

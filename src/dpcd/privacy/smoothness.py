@@ -23,6 +23,7 @@ sizes 1/M_j need M_j > 0.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import check_choice, check_clip, check_epsilon, check_n
@@ -82,9 +83,10 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
 
     Parameters
     ----------
-    per_sample : array_like, shape (n, p)
+    per_sample : array_like or scipy sparse matrix, shape (n, p)
         Per-sample coordinate smoothness constants M_j^(i) (for linear models
-        a loss constant times x_ij²).
+        a loss constant times x_ij²). Sparse input stays sparse: an unstored
+        entry is 0, which clipping to [0, b_j] leaves at 0.
     bounds : array_like, shape (p,) or scalar
         Public bounds b_j > 0; values are clipped to [0, b_j].
     epsilon : float
@@ -102,12 +104,16 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
     ledger : Ledger
         One pure-DP budget line, group ``"smoothness"``.
     """
-    per_sample = np.asarray(per_sample, dtype=float)
+    sparse = sp.issparse(per_sample)
+    if sparse:
+        per_sample = sp.coo_matrix(per_sample, dtype=float)
+    else:
+        per_sample = np.asarray(per_sample, dtype=float)
     if per_sample.ndim != 2:
         raise ValueError(f"per_sample must have shape (n, p), got {per_sample.shape}")
     n, p = per_sample.shape
     check_n(n)
-    if not np.all(np.isfinite(per_sample)):
+    if not np.all(np.isfinite(per_sample.data if sparse else per_sample)):
         raise ValueError("per_sample must be finite")
     if not isinstance(rng, np.random.Generator):
         raise ValueError("rng must be a numpy.random.Generator")
@@ -116,7 +122,12 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
     bounds = check_clip(bounds, p, name="bounds")
     ledger = smoothness_ledger(n, bounds, epsilon, sensitivity)
     scales = np.asarray(ledger.mechanisms[0].noise_scale)
-    means = np.clip(per_sample, 0.0, bounds).mean(axis=0)
+    if sparse:  # duplicates of a COO entry are summed before clipping
+        per_sample.sum_duplicates()
+        clipped = np.clip(per_sample.data, 0.0, bounds[per_sample.col])
+        means = np.bincount(per_sample.col, weights=clipped, minlength=p) / n
+    else:
+        means = np.clip(per_sample, 0.0, bounds).mean(axis=0)
     noisy = means + rng.laplace(0.0, scales)
     return np.clip(noisy, floor * bounds, bounds), ledger
 
@@ -130,7 +141,8 @@ def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
     Parameters
     ----------
     datafit : object from :mod:`dpcd.problems`
-    X : ndarray, shape (n_samples, n_features)
+    X : ndarray or scipy sparse matrix, shape (n_samples, n_features)
+        Sparse X is never densified.
     epsilon : float
         ε′ spent on this release.
     rng : numpy.random.Generator
@@ -144,13 +156,20 @@ def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
     M_private : numpy.ndarray, shape (n_features,)
     ledger : Ledger
     """
-    X = np.asarray(X, dtype=float)
+    sparse = sp.issparse(X)
+    X = sp.csc_matrix(X, dtype=float) if sparse else np.asarray(X, dtype=float)
     from_data = feature_bound is None
     if from_data:
-        feature_bound = 2.0 * np.abs(X).max(axis=0)
+        feature_bound = 2.0 * (abs(X).max(axis=0).toarray().ravel() if sparse
+                               else np.abs(X).max(axis=0))
     feature_bound = check_clip(feature_bound, X.shape[1], name="feature_bound")
     bounds = datafit.per_sample_smoothness(feature_bound[None, :])[0]
-    M, ledger = private_smoothness(datafit.per_sample_smoothness(X), bounds, epsilon, rng)
+    if sparse:  # M_j^(i) = c x_ij^2 (c from a unit entry): zero where x_ij is
+        c = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
+        per_sample = X.multiply(X) * c
+    else:
+        per_sample = datafit.per_sample_smoothness(X)
+    M, ledger = private_smoothness(per_sample, bounds, epsilon, rng)
     if from_data:
         ledger = ledger.add_nonprivate_input("smoothness_bounds_from_data")
     return M, ledger

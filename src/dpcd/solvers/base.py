@@ -2,6 +2,7 @@
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 
 @dataclass
@@ -63,6 +64,72 @@ def pass_checkpoints(passes):
         raise ValueError(f"passes must be finite and > 0, got {passes!r}")
     whole = np.arange(int(np.floor(passes)) + 1, dtype=np.float64)
     return whole if whole[-1] == passes else np.append(whole, passes)
+
+
+def as_design(X, layout="csc"):
+    """``(sparse, X, data, indices, indptr)`` for a kernel, converting once.
+
+    Kernels that take dense or sparse X get both forms and branch on
+    ``sparse``. Dense input becomes float64 in the order the kernel walks
+    (Fortran for ``"csc"``, C for ``"csr"``) with length-1 dummies for the
+    sparse arrays; scipy sparse input becomes ``layout`` (CSC: columns are
+    read, coordinate methods; CSR: rows are read, SGD), float64, canonical
+    (sorted, no duplicates), never densified, with a (1, 1) dummy ``X``.
+
+    Parameters
+    ----------
+    X : array-like or scipy sparse matrix, shape (n_samples, n_features)
+    layout : {"csc", "csr"}
+
+    Returns
+    -------
+    design : tuple
+        ``(sparse, X, data, indices, indptr)``.
+    shape : tuple of int
+    """
+    if layout not in ("csc", "csr"):
+        raise ValueError(f"layout must be 'csc' or 'csr', got {layout!r}")
+    if sp.issparse(X):
+        X = X.asformat(layout)
+        if X.dtype != np.float64:
+            X = X.astype(np.float64)
+        if not X.has_canonical_format:
+            X = X.copy()  # never reorder the caller's matrix in place
+            X.sum_duplicates()
+        return (True, np.zeros((1, 1)), X.data, X.indices, X.indptr), X.shape
+    X = (np.asfortranarray if layout == "csc" else np.ascontiguousarray)(
+        X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d, got shape {X.shape}")
+    dummy_i = np.zeros(1, dtype=np.int32)
+    return (False, X, np.zeros(1), dummy_i, dummy_i), X.shape
+
+
+def check_design(X, y, datafit, layout, check_input=True):
+    """:func:`check_data` for dense or scipy sparse X, via :func:`as_design`.
+
+    Returns
+    -------
+    design : tuple
+        ``(sparse, X, data, indices, indptr)``.
+    y : array, shape (n_samples,), float64, contiguous
+    shape : tuple of int
+        ``(n_samples, n_features)``.
+    """
+    if not sp.issparse(X):
+        X, y = check_data(X, y, datafit, "F" if layout == "csc" else "C", check_input)
+        return as_design(X, layout)[0], y, X.shape
+    design, (n_samples, n_features) = as_design(X, layout)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if y.shape != (n_samples,):
+        raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
+    if n_samples < 1 or n_features < 1:
+        raise ValueError(f"X must be non-empty, got shape {(n_samples, n_features)}")
+    if check_input:
+        if not np.all(np.isfinite(design[2])):
+            raise ValueError("X contains NaN or inf")
+        datafit.validate(y)
+    return design, y, (n_samples, n_features)
 
 
 def check_data(X, y, datafit, order, check_input=True):

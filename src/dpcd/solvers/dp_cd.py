@@ -14,17 +14,20 @@ from numba import njit
 from dpcd.problems import check_smoothness, require_smooth
 from dpcd.problems._jit import (
     SQUARES,
+    _coordinate_gradient_csc,
     _datafit_value,
     _init_state,
+    _init_state_csc,
     _noisy_coordinate_gradient,
     _penalty_value,
     _prox_1d,
     _update_state,
+    _update_state_csc,
 )
 from dpcd.solvers.base import (
     SolverResult,
     as_feature_array,
-    check_data,
+    check_design,
     pass_checkpoints,
     spawn_generators,
 )
@@ -58,15 +61,21 @@ def coordinate_clip(M, C):
 
 
 @njit(cache=True, error_model="numpy")
-def _dp_cd_kernel(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
-                  clip, noise_scales, n_updates, rng_coord, rng_noise, n_inner, w_sum,
-                  start, ckpt_updates, obj, obj_last, f_reported):
+def _dp_cd_kernel(sparse, X, data, indices, indptr, y, w, u, datafit_code, penalty_code,
+                  penalty_params, steps, clip, noise_scales, n_updates, rng_coord,
+                  rng_noise, n_inner, w_sum, start, ckpt_updates, obj, obj_last, f_reported):
     """Run ``n_updates`` DP-CD updates in place, drawing coordinates and noise.
 
     Parameters
     ----------
+    sparse : bool
+        Read the CSC arrays ``data, indices, indptr`` instead of ``X``: an
+        update then costs O(nnz_j) (the gradient's zero entries are
+        ``clip(0) = 0``, and only the samples of column j change state).
     X : array, shape (n_samples, n_features)
-        Fortran-ordered design matrix.
+        Fortran-ordered design matrix (a (1, 1) dummy when sparse).
+    data, indices, indptr : arrays
+        CSC design matrix (length-1 dummies when dense).
     y : array, shape (n_samples,)
         Targets.
     w : array, shape (n_features,)
@@ -108,19 +117,27 @@ def _dp_cd_kernel(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
     -------
     f_reported : float
     """
-    n_features = X.shape[1]
+    n_samples = u.shape[0]
+    n_features = w.shape[0]
     c = 0
     for k in range(n_updates):
         j = rng_coord.integers(0, n_features)
         z = rng_noise.standard_normal()
         step = steps[j]
-        # noisy (clipped) coordinate gradient, O(n_samples)
-        g = _noisy_coordinate_gradient(datafit_code, X, y, u, j, clip[j],
-                                       noise_scales[j], z)
+        # noisy (clipped) coordinate gradient, O(n_samples) or O(nnz_j)
+        if sparse:
+            g = (_coordinate_gradient_csc(datafit_code, data, indices, indptr, n_samples,
+                                          y, u, j, clip[j]) + noise_scales[j] * z)
+        else:
+            g = _noisy_coordinate_gradient(datafit_code, X, y, u, j, clip[j],
+                                           noise_scales[j], z)
         old = w[j]
         new = _prox_1d(penalty_code, penalty_params, old - step * g, step)
         if new != old:
-            _update_state(datafit_code, X, y, u, j, new - old)
+            if sparse:
+                _update_state_csc(datafit_code, data, indices, indptr, y, u, j, new - old)
+            else:
+                _update_state(datafit_code, X, y, u, j, new - old)
             w[j] = new
             if n_inner > 0:
                 # theta_j held `old` for inner indices start[j], ..., kk
@@ -134,7 +151,10 @@ def _dp_cd_kernel(X, y, w, u, datafit_code, penalty_code, penalty_params, steps,
                 w[jj] = w_sum[jj] / n_inner
                 w_sum[jj] = 0.0
                 start[jj] = 1
-            _init_state(datafit_code, X, y, w, u)
+            if sparse:
+                _init_state_csc(datafit_code, data, indices, indptr, y, w, u)
+            else:
+                _init_state(datafit_code, X, y, w, u)
             f_reported = (_datafit_value(datafit_code, u)
                           + _penalty_value(penalty_code, penalty_params, w))
         while c < ckpt_updates.shape[0] and ckpt_updates[c] == k + 1:
@@ -176,13 +196,16 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     ``[-C_j, C_j]`` and averaged, Gaussian noise ``N(0, sigma_j^2)`` is added,
     and ``w_j <- prox_{gamma_j psi_j}(w_j - gamma_j g)`` with
     ``gamma_j = step / M_j``. One update costs O(n_samples) (residuals or
-    margins are maintained).
+    margins are maintained); O(nnz_j) on sparse X.
 
     Parameters
     ----------
-    X : array, shape (n_samples, n_features)
-        Design matrix; converted once to Fortran-ordered float64 (pass it in
-        that layout to avoid a copy per call).
+    X : array or scipy sparse matrix, shape (n_samples, n_features)
+        Design matrix; dense input is converted once to Fortran-ordered
+        float64 (pass it in that layout to avoid a copy per call), sparse
+        input to CSC float64 (no copy when it already is), never densified:
+        the same draws give the same iterates as the dense path up to float
+        rounding, and the objective comes from the maintained state.
     y : array, shape (n_samples,)
         Targets ({-1, +1} for logistic).
     datafit : Squares or Logistic
@@ -230,8 +253,7 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
        Composite Empirical Risk Minimization", ICML 2022, Algorithm 1.
     """
     require_smooth(datafit, "DP-CD")
-    X, y = check_data(X, y, datafit, "F", check_input)
-    n_samples, n_features = X.shape
+    design, y, (n_samples, n_features) = check_design(X, y, datafit, "csc", check_input)
     M = check_smoothness(smoothness)
     if M.shape != (n_features,):
         raise ValueError(f"smoothness must have shape ({n_features},), got {M.shape}")
@@ -265,7 +287,10 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
             raise ValueError(f"w0 must be finite with shape ({n_features},)")
 
     u = np.empty(n_samples)
-    _init_state(datafit.code, X, y, w, u)
+    if design[0]:
+        _init_state_csc(datafit.code, *design[2:], y, w, u)
+    else:
+        _init_state(datafit.code, design[1], y, w, u)
     pcode, pparams = penalty.code, penalty.params
     f0 = _datafit_value(datafit.code, u) + _penalty_value(pcode, pparams, w)
     obj = np.empty(checkpoints.shape[0])
@@ -273,7 +298,7 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     obj[0] = obj_last[0] = f0
     w_sum = np.zeros(n_features)
     start = np.ones(n_features, dtype=np.int64)
-    args = (X, y, w, u, datafit.code, pcode, pparams, steps, clip, sigma)
+    args = (*design, y, w, u, datafit.code, pcode, pparams, steps, clip, sigma)
     # compile (or load from cache) before the timer: a zero-update call
     _dp_cd_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), n_inner,
                   w_sum, start, ckpt_updates[:0], obj, obj_last, f0)

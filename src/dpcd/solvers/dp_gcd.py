@@ -14,7 +14,6 @@ import math
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit
 
 from dpcd.problems import check_smoothness
@@ -29,7 +28,7 @@ from dpcd.problems._jit import (
     _penalty_value,
     _prox_1d,
 )
-from dpcd.solvers.base import SolverResult, as_feature_array, spawn_generators
+from dpcd.solvers.base import SolverResult, as_design, as_feature_array, spawn_generators
 
 RULES = {"smooth": 0, "gs_s": 1, "gs_r": 2, "gs_q": 3}
 SMOOTH, GS_S, GS_R, GS_Q = 0, 1, 2, 3
@@ -124,22 +123,6 @@ def _clipped_gradient_csc(data, indices, indptr, n_samples, d, clip, g):
 
 
 @njit(cache=True, error_model="numpy")
-def _init_state_csc(code, data, indices, indptr, y, w, u):
-    """``u = Xw - y`` (squares) or ``y * Xw`` (logistic) for CSC X."""
-    for i in range(u.shape[0]):
-        u[i] = 0.0
-    for j in range(w.shape[0]):
-        if w[j] != 0.0:
-            for k in range(indptr[j], indptr[j + 1]):
-                u[indices[k]] += w[j] * data[k]
-    for i in range(u.shape[0]):
-        if code == SQUARES:
-            u[i] -= y[i]
-        else:
-            u[i] *= y[i]
-
-
-@njit(cache=True, error_model="numpy")
 def _dp_gcd_kernel(sparse, X, data, indices, indptr, y, w, u, dcode, pcode, pparams,
                    rule, placement, M, steps, clip, select_scales, grad_scales,
                    n_iter, rng_select, rng_grad, d, g, selected, obj):
@@ -225,25 +208,6 @@ def _dp_gcd_kernel(sparse, X, data, indices, indptr, y, w, u, dcode, pcode, ppar
                     for i in range(n_samples):
                         u[i] += delta * y[i] * X[i, j]
         obj[t + 1] = _datafit_value(dcode, u) + _penalty_value(pcode, pparams, w)
-
-
-def as_design(X):
-    """``(sparse, X, data, indices, indptr)`` for the kernel, converting once.
-
-    Dense input becomes Fortran-ordered float64; scipy sparse input becomes
-    CSC float64 with sorted indices, never densified.
-    """
-    if sp.issparse(X):
-        X = sp.csc_matrix(X, dtype=np.float64)
-        if not X.has_sorted_indices:
-            X = X.sorted_indices()
-        X.sum_duplicates()
-        return (True, np.zeros((1, 1)), X.data, X.indices, X.indptr), X.shape
-    X = np.asfortranarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-d, got shape {X.shape}")
-    dummy_i = np.zeros(1, dtype=np.int32)
-    return (False, X, np.zeros(1), dummy_i, dummy_i), X.shape
 
 
 def dp_gcd(X, y, datafit, penalty, *, smoothness, step, clip, selection_scales,

@@ -30,12 +30,14 @@ def warmup():
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
         M = datafit.coordinate_smoothness(X)
-        dp_cd(X, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
-              noise_scales=0.1, passes=2, seed=0)
-        dp_cd(X, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
-              noise_scales=0.1, passes=2, seed=0, averaging=True)
-        dp_sgd(X, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
-               passes=1, seed=0)
+        for design in (X, sp.csc_matrix(X)):  # dense and sparse (CSC) DP-CD
+            dp_cd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
+                  noise_scales=0.1, passes=2, seed=0)
+            dp_cd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
+                  noise_scales=0.1, passes=2, seed=0, averaging=True)
+        for design in (X, sp.csr_matrix(X)):  # dense and sparse (CSR) DP-SGD
+            dp_sgd(design, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
+                   passes=1, seed=0)
         reference_solve(X, y, datafit, penalty, max_iter=10)
         for design in (X, sp.csc_matrix(X)):  # dense and sparse CSC kernels
             dp_gcd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,

@@ -219,7 +219,7 @@ def run_sgd(problem, config, seed, budget, private_smoothness=None):
     of the Poisson sampling.  Works for the hinge loss (subgradient).
     """
     result = solvers.dp_sgd(
-        problem.X_c, problem.y, problem.datafit, problem.penalty,
+        problem.X_rows, problem.y, problem.datafit, problem.penalty,
         step=config["step"], clip=np.inf, noise_scale=0.0, passes=config["passes"],
         seed=seed, batch_size=int(config.get("batch_size", 1)), global_smoothness=1.0,
         check_input=False,

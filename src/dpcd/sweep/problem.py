@@ -93,11 +93,19 @@ class SweepProblem:
         """X as coordinate solvers take it: CSC when sparse, else column-major."""
         return self.X_csc if self.is_sparse else self.X_fortran
 
+    @cached_property
+    def X_csr(self):
+        """The sparse design matrix as CSR (rows are read; converted once)."""
+        if not self.is_sparse:
+            raise TypeError("X_csr: this problem's X is dense; use X_fortran / X_c")
+        X = self.X.tocsr()
+        X.sort_indices()
+        return X
+
     @property
     def X_rows(self):
-        """X as sample-wise solvers take it: CSC when sparse (the solvers accept
-        scipy sparse input), else row-major."""
-        return self.X_csc if self.is_sparse else self.X_c
+        """X as sample-wise solvers take it: CSR when sparse, else row-major."""
+        return self.X_csr if self.is_sparse else self.X_c
 
     def _refuse_sparse(self, name):
         if self.is_sparse:
