@@ -98,9 +98,12 @@ def dp_scd_minibatch_update(X, y, alpha, v, batch, clip, lam=0.1):
 
 
 def unit_rows(A):
+    # Rows of tiny norm (hypothesis finds denormals) cannot be normalised accurately
+    # in float64: treat them as zero rows, which become e_1, still of unit norm.
     norms = np.linalg.norm(A, axis=1, keepdims=True)
-    A = np.where(norms > 0, A / np.where(norms > 0, norms, 1), 0.0)
-    A[np.linalg.norm(A, axis=1) == 0, 0] = 1.0  # zero row -> e_1, still unit norm
+    tiny = norms[:, 0] < 1e-100
+    A = np.where(norms >= 1e-100, A / np.where(norms >= 1e-100, norms, 1), 0.0)
+    A[tiny, 0] = 1.0
     return A
 
 
