@@ -31,9 +31,10 @@ dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --configfile config/config.yaml --workflow-profile config/profiles/default
 
 # -n auto: one pytest worker per core (the workflow tests dominate; serial runs
-# take twice as long on 2 cores)
+# take twice as long on 2 cores). --dist loadgroup: workflow tests sharing a
+# finished run stay on one worker, so the run is built once (tests/conftest.py).
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --dist loadgroup
 
 lint: $(VENV)/.installed-test
 	$(BIN)/snakemake --lint --configfile config/config.yaml
