@@ -31,15 +31,18 @@ dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --configfile config/config.yaml --workflow-profile config/profiles/default
 
 # -n auto: one pytest worker per core (the workflow tests dominate; serial runs
-# take twice as long on 2 cores). --dist loadgroup: workflow tests sharing a
-# finished run stay on one worker, so the run is built once (tests/conftest.py).
+# take twice as long on 2 cores). Whole files per worker, workflow files first
+# (tests/conftest.py), so each workflow fixture is built once.
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 lint: $(VENV)/.installed-test
 	$(BIN)/snakemake --lint --configfile config/config.yaml
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 
+# MLflow's server job runner (7 Huey consumer processes for GenAI jobs) is of
+# no use for these runs and costs more CPU than the UI itself: off.
+ui: export MLFLOW_SERVER_ENABLE_JOB_EXECUTION = false
 ui: $(VENV)/.installed
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///results/mlflow.db
 

@@ -1,22 +1,23 @@
-"""Suite-wide collection order for pytest-xdist (``make test`` runs ``-n auto --dist loadgroup``)."""
+"""Suite-wide collection order for pytest-xdist.
 
-import pytest
+``make test`` runs ``-n auto --dist loadfile --no-loadscope-reorder``: each test
+file goes to one worker, so a module's workflow fixture is built once, and the
+files go out in collection order. The workflow files (minutes each) go first,
+so that they do not form the tail of the run; among them, those that do not
+need the shared finished run (tests/workflow/conftest.py) go first, to build
+their own while one worker builds the shared one.
+"""
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
 def pytest_collection_modifyitems(items):
-    """Keep the workflow tests that share an expensive fixture on one worker.
+    def path(item):
+        return item.nodeid.split("::")[0]
 
-    A finished run of the tiny workflow (session fixture) and each module's
-    workflow fixture would otherwise be built once per worker that runs one of
-    their tests. Those groups also go first, so they do not form the tail.
-    """
-    rank = {}
-    for item in items:
-        if "tests/workflow/" not in item.nodeid:
-            rank[item.nodeid] = 2
-            continue
-        shared = "finished_workdir" in getattr(item, "fixturenames", ())
-        item.add_marker(pytest.mark.xdist_group("finished_workdir" if shared else item.module.__name__))
-        rank[item.nodeid] = 0 if shared else 1
-    items.sort(key=lambda item: rank[item.nodeid])  # stable: order kept within a rank
+    shared = {path(item) for item in items if "finished_workdir" in getattr(item, "fixturenames", ())}
+
+    def rank(item):
+        if not path(item).startswith("tests/workflow/"):
+            return 2
+        return 1 if path(item) in shared else 0
+
+    items.sort(key=rank)  # stable: files keep their order within a rank

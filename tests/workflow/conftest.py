@@ -1,5 +1,6 @@
 """Run the real workflow (real Snakemake, real MLflow on SQLite) in temp dirs."""
 
+import fcntl
 import os
 import re
 import shutil
@@ -54,7 +55,7 @@ def snakemake(workdir, *args, check=True):
 
 def planned_jobs(workdir):
     """Rule -> number of jobs a dry run plans (parsed from Snakemake's job stats)."""
-    proc = snakemake(workdir, "-n", "--quiet", "rules")
+    proc = snakemake(workdir, "-n", "--nolock", "--quiet", "rules")
     text = proc.stdout + proc.stderr
     if "Nothing to be done" in text:
         return {}
@@ -69,7 +70,21 @@ def planned_jobs(workdir):
 
 @pytest.fixture(scope="session")
 def finished_workdir(tmp_path_factory):
-    """One full run of the tiny workflow, shared by the read-only tests."""
-    workdir = make_workdir(tmp_path_factory.mktemp("workflow"))
-    snakemake(workdir)
+    """One full run of the tiny workflow, shared by the read-only tests.
+
+    Under pytest-xdist the workers share it too: the first to get here builds
+    it under a lock in the session's common temp dir, the others wait and reuse
+    it. Tests only read it or copy it (dry runs in it use --nolock).
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # one per session, common to its workers
+    workdir, done = root / "finished_workflow", root / "finished_workflow.done"
+    with open(root / "finished_workflow.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(workdir, ignore_errors=True)  # a failed attempt's leftovers
+            workdir.mkdir()
+            snakemake(make_workdir(workdir))
+            done.touch()
     return workdir

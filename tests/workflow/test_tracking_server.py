@@ -133,6 +133,8 @@ def server(request, tmp_path):
              "--backend-store-uri", backend, "--artifacts-destination",
              str(tmp_path / "artifacts"), "--serve-artifacts", "--workers", "1"],
             cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            # no GenAI job runner (7 Huey processes), as `make ui` (README recipe)
+            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
         )
         # Stopped before the database it writes to (callbacks run last-in first-out).
         stack.callback(_stop, proc)

@@ -78,12 +78,15 @@ def test_mlflow_ui_shows_error_and_budget_columns(finished_workdir, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    make_ui = re.search(r"^ui:.*\n\t\$\(BIN\)/(mlflow ui [^\n]+)", (ROOT / "Makefile").read_text(),
+    makefile = (ROOT / "Makefile").read_text()
+    make_ui = re.search(r"^ui: \$\(VENV\).*\n\t\$\(BIN\)/(mlflow ui [^\n]+)", makefile,
                         flags=re.M).group(1).split()
+    exports = dict(re.findall(r"^ui: export (\w+) = (\S+)$", makefile, flags=re.M))
+    assert exports == {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     server = subprocess.Popen(
         [str(BIN / make_ui[0]), *make_ui[1:], "--host", "127.0.0.1", "--port", str(port)],
         cwd=finished_workdir, stdout=open(tmp_path / "ui.log", "w"), stderr=subprocess.STDOUT,
-        start_new_session=True,
+        start_new_session=True, env={**os.environ, **exports},
     )
     try:
         base = f"http://127.0.0.1:{port}"

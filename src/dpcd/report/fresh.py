@@ -10,7 +10,7 @@ and for experiments selected on a validation set the test metrics.
 import numpy as np
 import pandas as pd
 
-from dpcd.report.tables import final_iterates, last_checkpoints
+from dpcd.report.tables import final_iterates, last_checkpoints, passes_header
 
 FRESH_COLUMNS = ["fresh_rel_error_mean", "fresh_rel_error_std", "fresh_n_seeds",
                  "fresh_epsilon_achieved", "fresh_status"]
@@ -83,10 +83,7 @@ def pair_markdown(table, value, fresh_value, keys=("solver", "epsilon"), fmt=".4
     """Rows ``keys`` x passes columns of 'selected on / fresh'."""
     keys = list(keys)
     passes = sorted(table["passes"].unique())
-    lines = [
-        "| " + " | ".join(keys) + " | " + " | ".join(f"{k:g} passes" for k in passes) + " |",
-        "|" + "---|" * (len(passes) + len(keys)),
-    ]
+    lines = passes_header(keys, passes)
     for key, group in table.groupby(keys, sort=True):
         rows = group.set_index("passes")
         cells = [pair_cell(rows.loc[k, value], rows.loc[k, fresh_value], fmt)

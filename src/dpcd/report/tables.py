@@ -153,6 +153,14 @@ def _cell(mean, std):
     return f"{mean:.4f} ± {0.0 if pd.isna(std) else std:.0e}"
 
 
+def passes_header(keys, passes):
+    """The two header lines of a markdown table: ``keys``, then one column per passes budget."""
+    return [
+        "| " + " | ".join(keys) + " | " + " | ".join(f"{k:g} passes" for k in passes) + " |",
+        "|" + "---|" * (len(passes) + len(keys)),
+    ]
+
+
 def pivot_markdown(table, value, std, star, keys=("solver", "epsilon"), paper=False):
     """Rows ``keys`` x passes columns of 'mean ± std'.
 
@@ -161,10 +169,7 @@ def pivot_markdown(table, value, std, star, keys=("solver", "epsilon"), paper=Fa
     """
     keys = list(keys)
     passes = sorted(table["passes"].unique())
-    lines = [
-        "| " + " | ".join(keys) + " | " + " | ".join(f"{k:g} passes" for k in passes) + " |",
-        "|" + "---|" * (len(passes) + len(keys)),
-    ]
+    lines = passes_header(keys, passes)
     for key, group in table.groupby(keys, sort=True):
         rows = group.set_index("passes")
         best = rows[value].idxmin() if star and rows[value].notna().any() else None
