@@ -105,3 +105,27 @@ def test_hinge_reference_is_sdca_certified_and_matches_liblinear():
     f_svm = np.mean(np.maximum(0, 1 - y * (X @ w))) + alpha / 2 * w @ w
     assert result.objective[-1] <= f_svm + 1e-12
     assert result.objective[-1] == pytest.approx(f_svm, rel=1e-9)
+
+
+def test_hinge_reference_stage_writes_its_certificate(tmp_path):
+    """`dpcd reference` on a hinge problem writes F*, the duality-gap
+    certificate and SDCA's (non-numeric) details to its JSON."""
+    import json
+
+    from dpcd.data.io import save_dataset
+    from dpcd.cli import main
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((80, 4))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X @ np.ones(4) > 0, 1.0, -1.0)
+    data, out = str(tmp_path / "d.npz"), tmp_path / "ref.json"
+    save_dataset(data, X, y, {"dataset": "x", "task": "classification"})
+    problem = {"loss": "hinge", "penalty": "l2", "alpha": 1e-2}
+    assert main(["reference", "--data", data, "--problem", json.dumps(problem),
+                 "--tol", "1e-8", "--out", str(out)]) == 0
+    ref = json.loads(out.read_text())
+    assert ref["extra"]["rel_gap"] <= 1e-8 and ref["extra"]["gap"] >= 0
+    assert ref["extra"]["variant"] == "seq"
+    assert ref["objective"] == pytest.approx(
+        np.mean(np.maximum(0, 1 - y * (X @ np.array(ref["w"])))) + 1e-2 / 2 * np.sum(np.square(ref["w"])))
