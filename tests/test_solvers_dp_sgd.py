@@ -151,3 +151,27 @@ def test_fractional_passes(passes):
     np.testing.assert_array_equal(res.passes_done, pass_checkpoints(passes))
     np.testing.assert_allclose(res.objective[-1], objective(X, y, res.w, datafit, pen),
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("batch_size, passes", [(1.0, 3.0), (7.0, 2.5), (20.0, 4.0)])
+def test_sampling_is_the_documented_stream(batch_size, passes):
+    """The selected (step, sample) trials are exactly those of the documented
+    draw: Geometric(q) gaps ``ceil(E / lam)``, ``E`` from the run's sampling
+    stream, in order. Drawing them ahead of use (to prefetch rows) must not
+    change which samples are taken, nor how many."""
+    n = 40
+    X, y = _data(n=n)
+    datafit, pen = make_problem("squares", "l2", 0.1)
+    res = dp_sgd(X, y, datafit, pen, step=0.01, clip=1.0, noise_scale=1.0,
+                 passes=passes, seed=11, batch_size=batch_size)
+    q = batch_size / n
+    lam = -np.log1p(-q)
+    rng_sample = np.random.SeedSequence(11).spawn(2)[0]
+    rng_sample = np.random.default_rng(rng_sample)
+    n_trials = res.extra["n_steps"] * n
+    expected = np.zeros(n, dtype=np.int64)
+    pos = int(np.ceil(rng_sample.standard_exponential() / lam)) - 1
+    while pos < n_trials:
+        expected[pos % n] += 1
+        pos += int(np.ceil(rng_sample.standard_exponential() / lam))
+    np.testing.assert_array_equal(res.extra["inclusions"], expected)

@@ -74,12 +74,10 @@ import math
 import time
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 from dpcd.problems._jit import FAST, HINGE, L2, LOGISTIC, SQUARES
+from dpcd.solvers._prefetch import prefetch2
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
 VARIANTS = ("dual", "seq", "primal")
@@ -96,27 +94,6 @@ _AHEAD = 4
 
 
 # ------------------------------------------------------------------ helpers
-@intrinsic
-def _prefetch(typingctx, arr, i, j):
-    """Hint the CPU to fetch the cache line of ``arr[i, j]`` (``llvm.prefetch``)."""
-    sig = types.void(arr, i, j)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], args[2]])
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
-            "llvm.prefetch")
-        # read, high temporal locality, data cache
-        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _objective(X, y, theta, code, alpha_pen):
     """dpcd's objective ``(1/N) Σ l(x_iᵀθ) + (alpha/2)‖θ‖²``, row-wise pass over X."""
@@ -315,7 +292,7 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
             if k + _AHEAD < b:
                 # rows of a batch are far apart in memory: fetch ahead
                 for j in range(0, p, 8):
-                    _prefetch(X, idx[k + _AHEAD], j)
+                    prefetch2(X, idx[k + _AHEAD], j)
             dot = 0.0
             for j in range(p):
                 dot += X[i, j] * v[j]
