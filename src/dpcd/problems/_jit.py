@@ -355,26 +355,17 @@ def _prox_1d(code, params, x, step):
         return x
     alpha = params[0]
     if code == L1:
-        # soft-thresholding at step * alpha
+        # soft-thresholding at t = step * alpha, branch-free: the noisy iterates'
+        # signs are random, and mispredicted branches doubled DP-SGD's step on
+        # dorothea (88 119 coordinates). Exact: one of the two terms is 0.
         t = step * alpha
-        if x > t:
-            return x - t
-        if x < -t:
-            return x + t
-        return 0.0
+        return max(x - t, 0.0) + min(x + t, 0.0)
     if code == L2:
         # argmin 1/2 (v - x)^2 + step alpha/2 v^2
         return x / (1.0 + step * alpha)
     # elastic net: alpha (r |v| + (1 - r)/2 v^2)
-    r = params[1]
-    t = step * alpha * r
-    if x > t:
-        v = x - t
-    elif x < -t:
-        v = x + t
-    else:
-        return 0.0
-    return v / (1.0 + step * alpha * (1.0 - r))
+    t = step * alpha * params[1]
+    return (max(x - t, 0.0) + min(x + t, 0.0)) / (1.0 + step * alpha * (1.0 - params[1]))
 
 
 @njit(cache=True, error_model="numpy")
