@@ -39,3 +39,18 @@ def test_every_rule_uses_the_conda_env_and_logs():
         assert text.count('"../../envs/dpcd.yaml"') == n_rules, path.name
         assert text.count("log:") == n_rules, path.name
         assert text.count("benchmark:") == n_rules, path.name
+
+
+def test_cli_start_does_not_import_dp_accounting():
+    """Every workflow job starts ``dpcd``; most only read calibrations from the
+    cache. dp_accounting (with scipy.signal and scipy.stats, 1.1 s) is imported
+    by the functions that account, not when the command line is built."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dpcd.cli import build_parser; build_parser(); "
+            "import dpcd.privacy, dpcd.stages; "
+            "print('dp_accounting' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

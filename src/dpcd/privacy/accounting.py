@@ -47,21 +47,26 @@ from __future__ import annotations
 import functools
 import math
 
-import dp_accounting
-from dp_accounting import dp_event, mechanism_calibration
-from dp_accounting.pld import pld_privacy_accountant
-from dp_accounting.rdp import rdp_privacy_accountant
-
 from dpcd.privacy import cache
 
-NeighborRel = dp_accounting.NeighboringRelation
+# dp_accounting is imported where it is used, not here: importing it pulls in
+# scipy.signal and scipy.stats (1.1 s), and every workflow job imports this
+# package while most only read calibrations from the cache.
 
-# Relations a ledger can state, and dp_accounting's name for them.
+# Relations a ledger can state, and dp_accounting's name for them
+# (members of ``dp_accounting.NeighboringRelation``).
 RELATIONS = {
-    "replace_one": NeighborRel.REPLACE_ONE,
-    "add_or_remove_one": NeighborRel.ADD_OR_REMOVE_ONE,
-    "replace_special": NeighborRel.REPLACE_SPECIAL,
+    "replace_one": "REPLACE_ONE",
+    "add_or_remove_one": "ADD_OR_REMOVE_ONE",
+    "replace_special": "REPLACE_SPECIAL",
 }
+
+
+def neighboring_relation(name: str):
+    """``dp_accounting.NeighboringRelation`` member ``name`` (e.g. ``"REPLACE_ONE"``)."""
+    import dp_accounting
+
+    return getattr(dp_accounting.NeighboringRelation, name)
 
 ACCOUNTANTS = ("rdp", "pld")
 
@@ -73,8 +78,10 @@ ACCOUNTANTS = ("rdp", "pld")
 PLD_DISCRETIZATION = 1e-3
 
 
-def make_event(spec: tuple, z: float) -> dp_event.DpEvent:
+def make_event(spec: tuple, z: float):
     """Return the ``dp_accounting`` event of ``spec`` with noise multiplier ``z``."""
+    from dp_accounting import dp_event
+
     kind = spec[0]
     if kind == "gaussian":
         return dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(z), int(spec[1]))
@@ -96,7 +103,7 @@ def make_event(spec: tuple, z: float) -> dp_event.DpEvent:
     raise ValueError(f"unknown event spec {spec!r}")
 
 
-def accountant_relation(spec: tuple, relation: str, kind: str) -> NeighborRel:
+def accountant_relation(spec: tuple, relation: str, kind: str):
     """Return the ``dp_accounting`` relation to account ``spec`` under ``relation``.
 
     Raises ``ValueError`` when the pair (event, relation) or the accountant
@@ -109,14 +116,14 @@ def accountant_relation(spec: tuple, relation: str, kind: str) -> NeighborRel:
     event_kind = spec[0]
     if event_kind in ("gaussian", "laplace"):
         # Sensitivity-normalised unsampled release (see module docstring).
-        return NeighborRel.ADD_OR_REMOVE_ONE
+        return neighboring_relation("ADD_OR_REMOVE_ONE")
     if event_kind == "poisson_gaussian":
         if relation == "replace_one":
             raise ValueError(
                 "relation: Poisson-sampled events are accounted under add_or_remove_one "
                 "or replace_special, not replace_one"
             )
-        return RELATIONS[relation]
+        return neighboring_relation(RELATIONS[relation])
     if event_kind == "wor_gaussian":
         if relation != "replace_one":
             raise ValueError(
@@ -126,7 +133,7 @@ def accountant_relation(spec: tuple, relation: str, kind: str) -> NeighborRel:
             raise ValueError(
                 "accountant: sampling without replacement is supported by the rdp accountant only"
             )
-        return NeighborRel.REPLACE_ONE
+        return neighboring_relation("REPLACE_ONE")
     raise ValueError(f"unknown event spec {spec!r}")
 
 
@@ -142,8 +149,11 @@ def supported_accountants(spec: tuple, relation: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def new_accountant(kind: str, rel: NeighborRel):
+def new_accountant(kind: str, rel):
     """Return an empty accountant of ``kind`` (``"rdp"`` or ``"pld"``)."""
+    from dp_accounting.pld import pld_privacy_accountant
+    from dp_accounting.rdp import rdp_privacy_accountant
+
     if kind == "rdp":
         return rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
     return pld_privacy_accountant.PLDAccountant(
@@ -205,6 +215,8 @@ def _calibrate(spec: tuple, epsilon: float, delta: float, kind: str, relation: s
     rel = accountant_relation(spec, relation, kind)
     if kind == "pld" and epsilon > PLD_MAX_EPSILON:
         raise ValueError(f"epsilon: the pld accountant is limited to epsilon <= {PLD_MAX_EPSILON}")
+    from dp_accounting import mechanism_calibration
+
     lo, hi = _bracket(spec, epsilon, delta, kind, relation)
     z = mechanism_calibration.calibrate_dp_mechanism(
         lambda: new_accountant(kind, rel),

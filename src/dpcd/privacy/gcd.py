@@ -74,13 +74,10 @@ import functools
 import math
 
 import numpy as np
-from dp_accounting import dp_event
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import integrate, optimize
 
 from dpcd.privacy import cache
-from dpcd.privacy.accounting import PLD_DISCRETIZATION, NeighborRel
+from dpcd.privacy.accounting import PLD_DISCRETIZATION, neighboring_relation
 from dpcd.privacy.calibrate import ACCOUNTANT_CHOICES, Calibration
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import (
@@ -109,6 +106,8 @@ def _advanced_epsilon(eps_step, steps, delta):
 
 
 def _rdp_event(eps_step, steps, composition):
+    from dp_accounting import dp_event
+
     select = (dp_event.ZCDpEvent(eps_step ** 2 / 2) if composition == "zcdp"
               else dp_event.RandomizedResponseDpEvent(_rr_parameter(eps_step), 2))
     return dp_event.ComposedDpEvent([
@@ -124,17 +123,22 @@ def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str) -> 
         return math.inf
     if composition == "advanced":
         return _advanced_epsilon(eps_step, steps, delta)
+    # dp_accounting imported here, not at module level (see dpcd.privacy.accounting)
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from dp_accounting.rdp import rdp_privacy_accountant
+
     if composition in ("rdp", "zcdp"):
         # Randomized response needs REPLACE_ONE; Gaussian/Laplace/zCDP RDP do
         # not depend on the relation in the RDP accountant.
-        acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=NeighborRel.REPLACE_ONE)
+        acc = rdp_privacy_accountant.RdpAccountant(
+            neighboring_relation=neighboring_relation("REPLACE_ONE"))
         return float(acc.compose(_rdp_event(eps_step, steps, composition)).get_epsilon(delta))
     # Pessimistic rounding adds up to one interval per composed step, so the
     # interval must be small relative to ε′ (privacy losses lie in [−ε′, ε′]).
     interval = min(PLD_DISCRETIZATION, eps_step / 100)
     rr = pld_lib.from_randomized_response(
         _rr_parameter(eps_step), 2, value_discretization_interval=interval,
-        neighboring_relation=NeighborRel.REPLACE_ONE)
+        neighboring_relation=neighboring_relation("REPLACE_ONE"))
     lap = pld_lib.from_laplace_mechanism(1.0 / eps_step, value_discretization_interval=interval)
     return float(rr.self_compose(steps).compose(lap.self_compose(steps))
                  .get_epsilon_for_delta(delta))
