@@ -25,8 +25,12 @@ def cache_dir(tmp_path, monkeypatch):
     return root
 
 
-def _entries(root):
-    return sorted(Path(root).glob("*/*.json"))
+def _entries(root, kind=None):
+    """Cache entries under ``root`` (of one calibration ``kind`` if given)."""
+    paths = sorted(Path(root).glob("*/*.json"))
+    if kind is None:
+        return paths
+    return [p for p in paths if json.loads(p.read_text())["key"]["kind"] == kind]
 
 
 def test_no_directory_no_disk(tmp_path, monkeypatch):
@@ -114,7 +118,9 @@ def test_calibration_through_the_cache_equals_the_direct_one(cache_dir, monkeypa
     kwargs = dict(n=1000, batch_size=10, passes=3, clip=1.0, epsilon=1.0, delta=1e-6)
     accounting._tightest.cache_clear()
     cached = calibrate_dp_sgd(**kwargs)
-    assert len(_entries(cache_dir)) == 1
+    # the multiplier, and the repr of its dp_accounting event for the ledger
+    assert len(_entries(cache_dir, "calibrate_multiplier")) == 1
+    assert len(_entries(cache_dir, "dp_event_repr")) == 1
     # a fresh process (no lru cache) reads the entry instead of calibrating
     accounting._tightest.cache_clear()
     cache._memory.clear()
@@ -153,3 +159,31 @@ def test_stats_count_time_and_computations(cache_dir):
     assert cache.STATS["calls"] == before["calls"] + 2
     assert cache.STATS["computed"] == before["computed"] + 1
     assert cache.STATS["seconds"] > before["seconds"]
+
+
+@pytest.mark.parametrize("call", [
+    "calibrate_dp_sgd(n=1000, batch_size=10, passes=3, clip=1.0, epsilon=1.0, delta=1e-6)",
+    "calibrate_dp_cd(n=1000, p=20, passes=3, clip=np.ones(20), epsilon=1.0, delta=1e-6)",
+    "calibrate_dp_cd_p(n=1000, p=20, passes=3, clip=np.ones(20), epsilon=1.0, delta=1e-6,"
+    " bounds=np.ones(20))",
+    "calibrate_dp_scd(n=1000, p=20, batch_size=10, clip=0.1, epsilon=1.0, delta=1e-3,"
+    " passes=2)",
+    "calibrate_dp_gcd(n=1000, p=20, iterations=5, clip=np.ones(20), epsilon=1.0,"
+    " delta=1e-6)",
+])
+def test_a_cache_hit_needs_no_dp_accounting(tmp_path, call):
+    """A job whose calibrations are in the cache never imports dp_accounting
+    (1.1 s with scipy.signal/stats, paid by every solve job before): a fresh
+    process calibrates, a second one reads the same ledger from the disk entry."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from dpcd.privacy import *\n"
+            f"c = {call}\n"
+            "print(repr(c.ledger), 'dp_accounting' in sys.modules, sep='\\n')\n")
+    env = {**os.environ, cache.ENV: str(tmp_path / "calibration")}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.splitlines() for _ in range(2)]
+    assert runs[0][-1] == "True"  # the miss calibrates
+    assert runs[1] == runs[0][:-1] + ["False"]  # the hit: same ledger, no import

@@ -104,7 +104,8 @@ def make_event(spec: tuple, z: float):
 
 
 def accountant_relation(spec: tuple, relation: str, kind: str):
-    """Return the ``dp_accounting`` relation to account ``spec`` under ``relation``.
+    """Name of the ``dp_accounting.NeighboringRelation`` to account ``spec`` under
+    ``relation`` (a name, so that checking a run needs no dp_accounting import).
 
     Raises ``ValueError`` when the pair (event, relation) or the accountant
     ``kind`` is not supported (instead of silently accounting something else).
@@ -116,14 +117,14 @@ def accountant_relation(spec: tuple, relation: str, kind: str):
     event_kind = spec[0]
     if event_kind in ("gaussian", "laplace"):
         # Sensitivity-normalised unsampled release (see module docstring).
-        return neighboring_relation("ADD_OR_REMOVE_ONE")
+        return "ADD_OR_REMOVE_ONE"
     if event_kind == "poisson_gaussian":
         if relation == "replace_one":
             raise ValueError(
                 "relation: Poisson-sampled events are accounted under add_or_remove_one "
                 "or replace_special, not replace_one"
             )
-        return neighboring_relation(RELATIONS[relation])
+        return RELATIONS[relation]
     if event_kind == "wor_gaussian":
         if relation != "replace_one":
             raise ValueError(
@@ -133,7 +134,7 @@ def accountant_relation(spec: tuple, relation: str, kind: str):
             raise ValueError(
                 "accountant: sampling without replacement is supported by the rdp accountant only"
             )
-        return neighboring_relation("REPLACE_ONE")
+        return "REPLACE_ONE"
     raise ValueError(f"unknown event spec {spec!r}")
 
 
@@ -149,11 +150,13 @@ def supported_accountants(spec: tuple, relation: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def new_accountant(kind: str, rel):
-    """Return an empty accountant of ``kind`` (``"rdp"`` or ``"pld"``)."""
+def new_accountant(kind: str, rel: str):
+    """Return an empty accountant of ``kind`` (``"rdp"`` or ``"pld"``) for the
+    relation named ``rel`` (see :func:`accountant_relation`)."""
     from dp_accounting.pld import pld_privacy_accountant
     from dp_accounting.rdp import rdp_privacy_accountant
 
+    rel = neighboring_relation(rel)
     if kind == "rdp":
         return rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
     return pld_privacy_accountant.PLDAccountant(

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcd.privacy import accounting
+from dpcd.privacy import accounting, cache
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.smoothness import SENSITIVITIES, smoothness_ledger
 from dpcd.privacy.validation import (
@@ -110,9 +110,12 @@ def _common(n, epsilon, delta, accountant):
 
 
 def _budget_line(group, accountant, epsilon, achieved, delta, spec, z):
+    # the event's repr goes through the cache like the calibration itself, so
+    # that a job whose calibrations are cached never imports dp_accounting
+    event = cache.cached("dp_event_repr", {"spec": list(spec), "z": float(z)},
+                         lambda: repr(accounting.make_event(spec, z)))
     return BudgetLine(group=group, accountant=accountant, epsilon_target=epsilon,
-                      epsilon_achieved=achieved, delta=delta,
-                      dp_event=repr(accounting.make_event(spec, z)))
+                      epsilon_achieved=achieved, delta=delta, dp_event=event)
 
 
 # ---------------------------------------------------------------- DP-CD
