@@ -68,6 +68,7 @@ def neighboring_relation(name: str):
 
     return getattr(dp_accounting.NeighboringRelation, name)
 
+
 ACCOUNTANTS = ("rdp", "pld")
 
 # PLD discretisation of the privacy-loss values.  The PLD accountant is

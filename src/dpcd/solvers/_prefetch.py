@@ -6,7 +6,7 @@ before they need them (the sampling is drawn ahead), so they hint the CPU to
 fetch them early. A hint only: results do not depend on it.
 """
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -48,3 +48,13 @@ def prefetch2(typingctx, arr, i, j):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@njit(inline="always")
+def prefetch_row(X, i):
+    """Prefetch every cache line of row ``i`` of C-ordered ``X`` (8 doubles a line;
+    a row not aligned to a line spills into one more, hence the last element)."""
+    p = X.shape[1]
+    for j in range(0, p, 8):
+        prefetch2(X, i, j)
+    prefetch2(X, i, p - 1)

@@ -77,7 +77,7 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import FAST, HINGE, L2, LOGISTIC, SQUARES
-from dpcd.solvers._prefetch import prefetch2
+from dpcd.solvers._prefetch import prefetch_row
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
 VARIANTS = ("dual", "seq", "primal")
@@ -291,8 +291,7 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
             i = idx[k]
             if k + _AHEAD < b:
                 # rows of a batch are far apart in memory: fetch ahead
-                for j in range(0, p, 8):
-                    prefetch2(X, idx[k + _AHEAD], j)
+                prefetch_row(X, idx[k + _AHEAD])
             dot = 0.0
             for j in range(p):
                 dot += X[i, j] * v[j]

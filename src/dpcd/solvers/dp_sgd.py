@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import HINGE, SQUARES, _penalty_value, _prox_1d
-from dpcd.solvers._prefetch import prefetch, prefetch2
+from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers.base import SolverResult, check_design, pass_checkpoints, spawn_generators
 
 
@@ -54,13 +54,9 @@ _AHEAD = 8
 
 @njit(inline="always")
 def _prefetch_row(X, y, row_norms, inclusions, i):
-    """Prefetch what processing sample ``i`` reads: its row (every cache line), label,
-    norm and inclusion counter."""
-    p = X.shape[1]
-    for j in range(0, p, 8):
-        prefetch2(X, i, j)
-    # a row not aligned to a cache line spills into one more
-    prefetch2(X, i, p - 1)
+    """Prefetch what processing sample ``i`` reads: its row, label, norm and
+    inclusion counter."""
+    prefetch_row(X, i)
     prefetch(y, i)
     prefetch(row_norms, i)
     prefetch(inclusions, i)
