@@ -54,3 +54,18 @@ def test_cli_start_does_not_import_dp_accounting():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_cli_start_does_not_import_scipy_optimize_or_integrate():
+    """``dpcd.privacy`` (imported by every ``dpcd`` command, through ``dpcd budget``)
+    needs scipy.optimize and scipy.integrate (0.4 s) only in DP-GCD's step
+    calibration and noisy-max quadrature, so it imports them there."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dpcd.cli import build_parser; build_parser(); "
+            "import dpcd.privacy, dpcd.stages; "
+            "print([m for m in ('scipy.optimize', 'scipy.integrate') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

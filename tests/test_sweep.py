@@ -77,3 +77,25 @@ def test_solver_input_densifies_only_dense_ish_sparse_data():
     sparse = sp.random(60, 1000, density=DENSE_ABOVE / 10, format="csr", random_state=0)
     out = as_solver_input(sparse)
     assert sp.isspmatrix_csc(out) and out.has_sorted_indices
+
+
+def test_chunk_table_matches_one_frame_per_configuration():
+    """The chunk table is built once from columns; it must equal what one
+    DataFrame per configuration, concatenated, gave (values, dtypes, order)."""
+    import pandas as pd
+
+    from dpcd.sweep.run import _stack_rows
+
+    def columns(passes, n_rows, holdout):
+        out = {"experiment": "exp", "config_id": "0123456789ab", "passes": passes,
+               "seed": np.arange(n_rows, dtype=np.int64), "objective": np.linspace(1, 2, n_rows),
+               "status": "done", "clip": np.nan, "step": 0.5}
+        if holdout:
+            out.update(metric="mse", val_metric=np.full(n_rows, np.nan))
+        out["nonprivate_inputs"] = ""
+        return out
+
+    for rows in ([columns(2, 3, True), columns(5, 4, True)],  # int passes stay int64
+                 [columns(2, 3, False), columns(0.5, 2, False)]):  # fractional: float64
+        expected = pd.concat([pd.DataFrame(c) for c in rows], ignore_index=True)
+        pd.testing.assert_frame_equal(_stack_rows(rows), expected)

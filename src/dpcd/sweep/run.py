@@ -196,17 +196,17 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                          start_ms, int(clock.time() * 1000))
         )
         _progress(done, len(configs), started)
-        frame = _tidy_rows(
+        columns = _tidy_rows(
             spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
             checkpoints[0],
         )
-        _holdout_columns(frame, holdout, objective.shape[1])
-        frame["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
+        _holdout_columns(columns, holdout, objective.shape[1])
+        columns["nonprivate_inputs"] = _nonprivate_inputs(problem, ledgers[0])
         counts = np.asarray(supports, dtype=np.float64).reshape(-1, 2) if supports else None
         for k, name in enumerate(("nnz_correct", "nnz_incorrect")):
-            frame[name] = np.nan if counts is None else np.repeat(counts[:, k], objective.shape[1])
-        rows.append(frame)
-    table = pd.concat(rows, ignore_index=True) if rows else _empty_table()
+            columns[name] = np.nan if counts is None else np.repeat(counts[:, k], objective.shape[1])
+        rows.append(columns)
+    table = _stack_rows(rows) if rows else _empty_table()
     return table, records
 
 
@@ -221,6 +221,9 @@ def _progress(done, total, started):
 
 def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
                checkpoints):
+    """The columns of one configuration's rows: arrays of one value per row, or
+    scalars that :func:`_stack_rows` repeats (the table is built once per chunk;
+    a DataFrame per configuration cost ~5 ms each, 1.2 s of a 250-configuration job)."""
     n_seeds, n_points = objective.shape
     passes = config["passes"]
     # The pass column is the solver's own checkpoints (float: 0, 1, ..., and
@@ -228,43 +231,62 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
     pass_index = np.tile(np.asarray(checkpoints, dtype=np.float64), n_seeds)
     # Every pass costs the same, so the time at pass k is k/passes of the total.
     elapsed = np.repeat(time, n_points) * pass_index / passes
-    frame = pd.DataFrame(
-        {
-            "experiment": spec["experiment"],
-            "solver": spec["solver"],
-            "config_id": cid,
-            "epsilon": float(config["epsilon"]),
-            "delta": delta,
-            "passes": passes,  # int for integer grids, float for fractional ones
-            "seed_index": np.repeat(np.arange(n_seeds), n_points),
-            "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n_points),
-            "pass": pass_index,
-            "objective": objective.ravel(),
-            "rel_error": rel_error.ravel(),
-            "time": elapsed,
-            "status": status,
-        }
-    )
+    columns = {
+        "experiment": spec["experiment"],
+        "solver": spec["solver"],
+        "config_id": cid,
+        "epsilon": float(config["epsilon"]),
+        "delta": delta,
+        "passes": passes,  # int for integer grids, float for fractional ones
+        "seed_index": np.repeat(np.arange(n_seeds), n_points),
+        "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n_points),
+        "pass": pass_index,
+        "objective": objective.ravel(),
+        "rel_error": rel_error.ravel(),
+        "time": elapsed,
+        "status": status,
+    }
     for name in HYPERPARAMETERS:
-        frame[name] = float(config[name]) if name in config else np.nan
+        columns[name] = float(config[name]) if name in config else np.nan
     achieved = [
         ledger.epsilon_achieved if ledger is not None else np.nan for ledger in ledgers
     ]
-    frame["epsilon_achieved"] = np.repeat(achieved, n_points)
-    return frame
+    columns["epsilon_achieved"] = np.repeat(achieved, n_points)
+    return columns
 
 
-def _holdout_columns(frame, holdout, n_points):
+def _holdout_columns(columns, holdout, n_points):
     """Validation/test metric of the final iterate, on each seed's last row only."""
     if holdout is None:
         return
-    last = np.zeros(len(frame), dtype=bool)
+    n_rows = len(columns["objective"])
+    last = np.zeros(n_rows, dtype=bool)
     last[n_points - 1::n_points] = True
-    frame["metric"] = holdout["metric"]
+    columns["metric"] = holdout["metric"]
     for name in ("val", "test"):
-        column = np.full(len(frame), np.nan)
+        column = np.full(n_rows, np.nan)
         column[last] = holdout[name]
-        frame[f"{name}_metric"] = column
+        columns[f"{name}_metric"] = column
+
+
+def _stack_rows(rows):
+    """One DataFrame from the configurations' columns (see :func:`_tidy_rows`).
+
+    Scalars are repeated over their configuration's rows; the concatenated
+    columns get the dtypes ``pd.concat`` of one DataFrame per configuration
+    gave (int64 ``passes`` unless some configuration's passes are fractional).
+    """
+    data = {}
+    for name in rows[0]:
+        parts = []
+        for columns in rows:
+            value, n_rows = columns[name], len(columns["objective"])
+            if np.ndim(value) == 0:
+                # object for strings: numpy's fixed-width unicode is not what pandas stores
+                value = np.full(n_rows, value, dtype=object if isinstance(value, str) else None)
+            parts.append(value)
+        data[name] = np.concatenate(parts)
+    return pd.DataFrame(data)
 
 
 def _empty_table():
