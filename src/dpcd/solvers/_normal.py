@@ -20,7 +20,10 @@ reaches 12.0 and the mass left out is 2**-104 per pair: about 1e-22 over
 would be at 8.5 sigma, and 10**9 draws would miss mass 1e-7, more than a
 typical delta.) ``log``, ``sin`` and ``cos`` are polynomials (fdlibm's log, Cephes'
 sin/cos) so they vectorise; they agree with libm to a few ulp
-(``tests/test_normal.py``).
+(``tests/test_normal.py``). Like every floating-point sampler (numpy's
+ziggurat too), this draws from a finite set of doubles, not the exact
+Gaussian the accountants assume (a pair takes 158 random bits: 104 for the
+radius, 54 for the angle).
 """
 import math
 
