@@ -17,6 +17,7 @@ from dpcd.privacy.calibrate import dp_scd_sensitivity
 from dpcd.problems import Hinge, make_problem, objective
 from dpcd.problems._jit import HINGE, LOGISTIC, SQUARES
 from dpcd.solvers import dp_cd, dp_scd, reference_solve, scd
+from dpcd.solvers._normal import fill_normals, stream_key
 from dpcd.solvers.dp_scd import (
     _dual_kernel,
     _primal_kernel,
@@ -148,13 +149,17 @@ def test_scaling_bounds_every_update(data):
 
 
 # ------------------------------------------------------------ sensitivity
+# noise key and buffers for direct kernel calls with noise_scale = 0 (unused)
+_NO_NOISE_STREAM = (np.uint64(0), np.empty(2), np.empty(64))
+
+
 def _one_dual_batch(X, y, alpha, v, code, batch, clip, sequential, seed):
     """[alpha; v] update of one batch: all records, without replacement, no noise."""
     n, p = X.shape
     a = alpha.copy()
     vv = v.copy()
     _dual_kernel(np.ascontiguousarray(X), y, a, vv, code, LAM, LAM, clip, 0.0, batch, 1,
-                 sequential, 1, np.random.default_rng(seed), np.random.default_rng(0),
+                 sequential, 1, np.random.default_rng(seed), *_NO_NOISE_STREAM,
                  np.empty(n, np.int64), np.zeros(p), np.arange(n, dtype=np.int64),
                  np.zeros(1, np.int64), np.einsum("ij,ij->i", X, X), np.empty(p),
                  np.empty(0, np.int64), np.empty(1))
@@ -273,7 +278,7 @@ def _one_primal_batch(X, y, theta, v, code, L, C, seed):
     t = theta.copy()
     vv = v.copy()
     _primal_kernel(np.asfortranarray(X), y, t, vv, code, LAM, LAM, C, 0.0, L, 1,
-                   np.random.default_rng(seed), np.random.default_rng(0),
+                   np.random.default_rng(seed), *_NO_NOISE_STREAM,
                    np.arange(p, dtype=np.int64), np.empty(n), np.empty(p),
                    np.einsum("ij,ij->j", X, X), np.empty(0, np.int64), np.empty(1))
     return np.concatenate([t - theta, vv - v])
@@ -331,6 +336,18 @@ def test_noise_matches_ledger(variant):
     assert np.std(e) == pytest.approx(s, rel=0.1)
     assert abs(np.mean(e)) < 4 * s / np.sqrt(e.size)
     assert stats.kstest(e / s, "norm").pvalue > 1e-3
+    # and it is the documented stream: the batch's n normals (on alpha, in
+    # batch order, which is a permutation here) then p more on v
+    z = s * _noise_stream(5, n + p)
+    np.testing.assert_allclose(np.sort(e[:n]), np.sort(z[:n]), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e[n:], z[n:], rtol=0, atol=1e-12)
+
+
+def _noise_stream(seed, size):
+    """The first ``size`` normals of a run's noise stream."""
+    z = np.empty(size + size % 2)
+    fill_normals(stream_key(np.random.SeedSequence(seed).spawn(2)[1]), 0, z)
+    return z[:size]
 
 
 def test_primal_noise_matches_ledger():
@@ -346,6 +363,10 @@ def test_primal_noise_matches_ledger():
     clean = dp_scd(np.asfortranarray(X), y, datafit, penalty, noise_scale=0.0, **kw)
     e = np.concatenate([noisy.w - clean.w, noisy.extra["v"] - clean.extra["v"]])
     assert np.std(e) == pytest.approx(cal.noise_scales, rel=0.1)
+    # the documented stream: p normals on theta (every coordinate, permuted), n on v
+    z = cal.noise_scales * _noise_stream(5, p + n)
+    np.testing.assert_allclose(np.sort(e[:p]), np.sort(z[:p]), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e[p:], z[p:], rtol=0, atol=1e-12)
 
 
 def test_poisson_batch_sizes_are_binomial():

@@ -175,3 +175,25 @@ def test_sampling_is_the_documented_stream(batch_size, passes):
         expected[pos % n] += 1
         pos += int(np.ceil(rng_sample.standard_exponential() / lam))
     np.testing.assert_array_equal(res.extra["inclusions"], expected)
+
+
+@pytest.mark.parametrize("p", [3, 8, 1001])
+def test_noise_is_the_documented_stream(p):
+    """X = 0 and no penalty: each step only adds noise, ``w -= eta (0 + sigma
+    z_t) / b``, with ``z_t`` the normals ``t p ... t p + p - 1`` of the stream
+    keyed by the run's noise SeedSequence. Replayed in numpy, bit for bit
+    (odd p, short and longer than the kernel's noise buffer)."""
+    from dpcd.solvers._normal import fill_normals, stream_key
+
+    n, b, sigma, gamma, beta = 10, 2.0, 1.5, 0.3, 2.0
+    X, y = np.zeros((n, p)), np.zeros(n)
+    datafit, pen = make_problem("squares", "none", 0)
+    res = dp_sgd(X, y, datafit, pen, step=gamma, clip=1.0, noise_scale=sigma,
+                 passes=2, seed=3, batch_size=b, global_smoothness=beta)
+    T, eta = res.n_updates, gamma / beta
+    z = np.empty(T * p + T * p % 2)  # fill_normals draws pairs
+    fill_normals(stream_key(np.random.SeedSequence(3).spawn(2)[1]), 0, z)
+    w = np.zeros(p)
+    for t in range(T):
+        w = w - eta * ((0.0 + sigma * z[t * p:(t + 1) * p]) / b)
+    np.testing.assert_array_equal(res.w, w)

@@ -77,6 +77,7 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import FAST, HINGE, L2, LOGISTIC, SQUARES
+from dpcd.solvers._normal import stream_key, take_normals
 from dpcd.solvers._prefetch import prefetch_row
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
@@ -91,6 +92,8 @@ _NEWTON_TOL = 1e-12
 
 # rows fetched ahead of use in a batch
 _AHEAD = 4
+# normals drawn at a time (even; see dp_sgd)
+_NOISE_BUFFER = 512
 
 
 # ------------------------------------------------------------------ helpers
@@ -207,7 +210,8 @@ def _scale(z, clip):
 # ------------------------------------------------------------------ dual / seq
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
-                 sampling, sequential, n_iter, rng_sample, rng_noise, idx, dv, perm,
+                 sampling, sequential, n_iter, rng_sample, noise_key, noise_buf, noise, idx,
+                 dv, perm,
                  batch_sizes, row_norm2, theta, checkpoints, obj):
     """Run ``n_iter`` iterations of dual DP-SCD (Algorithm 1) or seqDP-SCD (Algorithm 3).
 
@@ -237,7 +241,15 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
     sequential : bool
         Algorithm 3 (sequential updates, ``σ' = 1``) instead of Algorithm 1.
     n_iter : int
-    rng_sample, rng_noise : numpy.random.Generator
+    rng_sample : numpy.random.Generator
+        Stream of the sampling.
+    noise_key : uint64
+        Key of the noise stream (:mod:`dpcd.solvers._normal`), drawn in order:
+        each iteration takes its next ``|B| + p`` normals (``|B| + n``, primal).
+    noise_buf : array, shape (even,)
+        Work buffer of the noise stream.
+    noise : array, shape (max(n, p),)
+        Work buffer: one iteration's noise.
     idx : int array, shape (n,)
         Batch buffer.
     dv : array, shape (p,)
@@ -263,6 +275,7 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
     if sampling == 0 and not full and n_iter > 0:
         pos = int(np.ceil(rng_sample.standard_exponential() / lam_q)) - 1
     c = 0
+    noise_start, noise_pos = -noise_buf.shape[0], 0  # noise buffer empty
     for t in range(n_iter):
         # ---- Step 5: the mini-batch, drawn as the accountant assumes
         b = 0
@@ -318,11 +331,17 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 v[j] += dv[j]
                 dv[j] = 0.0
         if noise_scale > 0.0:
-            # noise on α_B (L entries) then on v (p entries)
+            # noise on α_B (|B| entries) then on v (p entries)
+            noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
+                                       noise[:b])
+            noise_pos += b
             for k in range(b):
-                alpha[idx[k]] += noise_scale * rng_noise.standard_normal()
+                alpha[idx[k]] += noise_scale * noise[k]
+            noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
+                                       noise[:p])
+            noise_pos += p
             for j in range(p):
-                v[j] += noise_scale * rng_noise.standard_normal()
+                v[j] += noise_scale * noise[j]
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             for j in range(p):
                 theta[j] = v[j] / lam_n
@@ -333,8 +352,8 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
 # ------------------------------------------------------------------ primal
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
-                   n_iter, rng_sample, rng_noise, perm, d, zeta, col_norm2, checkpoints,
-                   obj):
+                   n_iter, rng_sample, noise_key, noise_buf, noise, perm, d, zeta, col_norm2,
+                   checkpoints, obj):
     """Run ``n_iter`` iterations of primal DP-SCD (Algorithm 2) in place.
 
     Each iteration draws L distinct coordinates (partial Fisher-Yates), computes
@@ -362,6 +381,7 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
     n, p = X.shape
     beta = 1.0 if code == SQUARES else 0.25
     c = 0
+    noise_start, noise_pos = -noise_buf.shape[0], 0  # noise buffer empty
     for t in range(n_iter):
         # l'(v_i) once per iteration: every update of the batch reads the same v
         if code == SQUARES:
@@ -390,10 +410,16 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
             for i in range(n):
                 v[i] += z * X[i, j]
         if noise_scale > 0.0:
+            noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
+                                       noise[:batch_size])
+            noise_pos += batch_size
             for k in range(batch_size):
-                theta[perm[k]] += noise_scale * rng_noise.standard_normal()
+                theta[perm[k]] += noise_scale * noise[k]
+            noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
+                                       noise[:n])
+            noise_pos += n
             for i in range(n):
-                v[i] += noise_scale * rng_noise.standard_normal()
+                v[i] += noise_scale * noise[i]
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             obj[1 + c] = _objective(X, y, theta, code, alpha_pen)
             c += 1
@@ -530,6 +556,8 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
     ckpts = _checkpoint_iterations(passes, size, batch_size)
     obj = np.empty(len(checkpoints))
     rng_sample, rng_noise = spawn_generators(seed, 2)
+    noise_key = stream_key(rng_noise.bit_generator.seed_seq)
+    noise_bufs = (np.empty(_NOISE_BUFFER), np.empty(max(n, p)))
     dcode = datafit.code
     if primal:
         w = np.zeros(p)
@@ -541,11 +569,11 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         col_norm2 = np.einsum("ij,ij->j", X, X)
         args = (X, y, w, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size)
         # compile (or load from the cache) before the timer: zero iterations
-        _primal_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), perm,
+        _primal_kernel(*args, 0, np.random.default_rng(0), noise_key, *noise_bufs, perm,
                        d, zeta, col_norm2, ckpts[:0], obj)
         t0 = time.perf_counter()
-        _primal_kernel(*args, n_iter, rng_sample, rng_noise, perm, d, zeta, col_norm2,
-                       ckpts, obj)
+        _primal_kernel(*args, n_iter, rng_sample, noise_key, *noise_bufs, perm, d, zeta,
+                       col_norm2, ckpts, obj)
         elapsed = time.perf_counter() - t0
         batch_sizes = np.full(n_iter, batch_size, dtype=np.int64)
         extra = {"v": v}
@@ -561,11 +589,11 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         row_norm2 = np.einsum("ij,ij->i", X, X)
         args = (X, y, alpha, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size,
                 SAMPLINGS[sampling], variant == "seq")
-        _dual_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), idx, dv,
+        _dual_kernel(*args, 0, np.random.default_rng(0), noise_key, *noise_bufs, idx, dv,
                      perm, batch_sizes, row_norm2, w, ckpts[:0], obj)
         t0 = time.perf_counter()
-        _dual_kernel(*args, n_iter, rng_sample, rng_noise, idx, dv, perm, batch_sizes,
-                     row_norm2, w, ckpts, obj)
+        _dual_kernel(*args, n_iter, rng_sample, noise_key, *noise_bufs, idx, dv, perm,
+                     batch_sizes, row_norm2, w, ckpts, obj)
         elapsed = time.perf_counter() - t0
         w = v / (lam * n)
         extra = {"alpha": alpha, "v": v}
