@@ -211,8 +211,7 @@ def _scale(z, clip):
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
                  sampling, sequential, n_iter, rng_sample, noise_key, noise_buf, noise, idx,
-                 dv, perm,
-                 batch_sizes, row_norm2, theta, checkpoints, obj):
+                 dv, perm, batch_sizes, row_norm2, theta, checkpoints, obj):
     """Run ``n_iter`` iterations of dual DP-SCD (Algorithm 1) or seqDP-SCD (Algorithm 3).
 
     Parameters
