@@ -15,7 +15,7 @@ ns per draw, ``bench/bench_normal.py``):
   the counters ``3k, 3k + 1, 3k + 2``.
 
 Tails. ``u`` lies on a grid of step 2**-104 (two 52-bit words), so ``r``
-reaches 12.0 and the mass left out is 2**-104 per pair: about 1e-22 over
+reaches 12.0 and the mass left out is 2**-104 per pair: 2.5e-22 over
 10**10 draws, far below any delta used here. (With one 52-bit word the cut
 would be at 8.5 sigma, and 10**9 draws would miss mass 1e-7, more than a
 typical delta.) ``log``, ``sin`` and ``cos`` are polynomials (fdlibm's log, Cephes'
