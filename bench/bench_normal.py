@@ -7,7 +7,7 @@ Electricity; 90: YearPredictionMSD; 1000: the Sparse LASSO; 88 119:
 dorothea), the time per normal of
 
 * ``stream``: :func:`dpcd.solvers._normal.take_normals`, as the DP-SGD
-  kernel calls it (through its 512-normal buffer);
+  kernel calls it (through its ``BUFFER``-normal buffer);
 * ``numba``: ``Generator.standard_normal`` in an njit loop, what the kernels
   drew before (numpy's ziggurat, as numba compiles it);
 * ``numpy``: ``Generator.standard_normal(size=p, out=...)`` from Python, the
@@ -22,7 +22,7 @@ import time
 import numpy as np
 from numba import njit
 
-from dpcd.solvers._normal import stream_key, take_normals
+from dpcd.solvers._normal import BUFFER, stream_key, take_normals
 
 REPEATS = 5
 DRAWS = 4_000_000  # per timing
@@ -31,8 +31,8 @@ LENGTHS = (8, 90, 1000, 88_119)
 
 @njit(cache=True)
 def _stream(key, out, reps):
-    buf = np.empty(512)
-    start = -512
+    buf = np.empty(BUFFER)
+    start = -BUFFER
     p = out.shape[0]
     for t in range(reps):
         start = take_normals(key, buf, start, t * p, out)

@@ -42,9 +42,19 @@ _SQRT2 = math.sqrt(2.0)
 _HALF_PI = math.pi / 2
 
 
+# normals a kernel's buffer holds (even): at 8 features, one vector loop per 64 steps
+BUFFER = 512
+
+
 def stream_key(seed_seq):
     """The 64-bit key of a normal stream, from a ``numpy.random.SeedSequence``."""
     return np.uint64(seed_seq.generate_state(1, np.uint64)[0])
+
+
+def new_stream(rng):
+    """Key and (empty) buffer of the normal stream of ``rng``'s SeedSequence: what
+    a kernel takes in place of the noise Generator."""
+    return stream_key(rng.bit_generator.seed_seq), np.empty(BUFFER)
 
 
 @intrinsic

@@ -77,7 +77,7 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import FAST, HINGE, L2, LOGISTIC, SQUARES
-from dpcd.solvers._normal import stream_key, take_normals
+from dpcd.solvers._normal import new_stream, take_normals
 from dpcd.solvers._prefetch import prefetch_row
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
@@ -92,8 +92,6 @@ _NEWTON_TOL = 1e-12
 
 # rows fetched ahead of use in a batch
 _AHEAD = 4
-# normals drawn at a time (even; see dp_sgd)
-_NOISE_BUFFER = 512
 
 
 # ------------------------------------------------------------------ helpers
@@ -555,8 +553,8 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
     ckpts = _checkpoint_iterations(passes, size, batch_size)
     obj = np.empty(len(checkpoints))
     rng_sample, rng_noise = spawn_generators(seed, 2)
-    noise_key = stream_key(rng_noise.bit_generator.seed_seq)
-    noise_bufs = (np.empty(_NOISE_BUFFER), np.empty(max(n, p)))
+    noise_key, noise_buf = new_stream(rng_noise)
+    noise_bufs = (noise_buf, np.empty(max(n, p)))
     dcode = datafit.code
     if primal:
         w = np.zeros(p)

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import HINGE, SQUARES, _penalty_value, _prox_1d
-from dpcd.solvers._normal import stream_key, take_normals
+from dpcd.solvers._normal import new_stream, take_normals
 from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers.base import SolverResult, check_design, pass_checkpoints, spawn_generators
 
@@ -51,8 +51,6 @@ def _full_objective(sparse, X, data, indices, indptr, y, w, datafit_code, penalt
 
 # selected samples drawn (and their rows prefetched) ahead of use; a power of 2
 _AHEAD = 8
-# normals drawn at a time (even): at 8 features, one vector loop per 64 steps
-_NOISE_BUFFER = 512
 
 
 @njit(inline="always")
@@ -294,8 +292,7 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     obj = np.empty(n_ckpt + 1)
     obj[0] = _full_objective(*design, y, w, dcode, pcode, pparams)
     rng_sample, rng_noise = spawn_generators(seed, 2)
-    noise_key = stream_key(rng_noise.bit_generator.seed_seq)
-    noise_buf = np.empty(_NOISE_BUFFER)
+    noise_key, noise_buf = new_stream(rng_noise)
     args = (*design, y, w, dcode, pcode, pparams, eta, clip, noise_scale, batch_size,
             row_norms, q)
     # compile (or load from cache) before the timer: a zero-step call
