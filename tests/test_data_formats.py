@@ -7,6 +7,7 @@ import the helpers from here. Nothing here touches the internet.
 
 import bz2
 import copy
+import gzip
 import hashlib
 import http.server
 import io
@@ -42,13 +43,17 @@ def california_data(n=40, seed=0, crlf=True):
 
 
 def tgz(members):
-    """A .tgz archive of {name: bytes}."""
+    """A .tgz archive of {name: bytes}, the same bytes on every call: the gzip
+    header's mtime is 0, not the clock (tests build it twice, once for the
+    server and once for the registry's checksums, and failed when the two
+    calls fell in different seconds)."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
+        with tarfile.open(fileobj=gz, mode="w") as tar:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
