@@ -197,3 +197,42 @@ def test_noise_is_the_documented_stream(p):
     for t in range(T):
         w = w - eta * ((0.0 + sigma * z[t * p:(t + 1) * p]) / b)
     np.testing.assert_array_equal(res.w, w)
+
+
+@pytest.mark.parametrize("loss, penalty, sparse", [
+    ("squares", "l1", False), ("logistic", "l2", False), ("logistic", "l2", True),
+    ("hinge", "none", False), ("squares", "elastic_net", True)])
+def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse):
+    """dp_sgd_many shares the batches and normals of one seed among its runs:
+    each run must be exactly dp_sgd's run with its own settings, whatever its
+    neighbours (lengths, fractional passes, inf clipping, no noise), its
+    position and the number of runs (odd, so SIMD remainders are exercised)."""
+    import scipy.sparse as sp
+
+    from dpcd.solvers import dp_sgd_many
+
+    X, y = _data(n=60, p=7, logistic=loss != "squares")
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.7, X, 0.0))
+    datafit, pen = make_problem(loss, penalty, 0.05)
+    kw = dict(seed=4, batch_size=3.0,
+              global_smoothness=1.0 if loss == "hinge" else None)
+    steps = [0.5, 0.01, 1.0, 0.2, 2.0, 0.05, 0.3]
+    clips = [1.0, np.inf, 0.01, 10.0, 0.5, 1e3, 2.0]
+    scales = [0.5, 0.0, 0.01, 3.0, 0.5, 50.0, 1.0]
+    passes = [3, 1, 2.5, 3, 0.4, 2, 1.5]
+    many = dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
+                       passes=passes, **kw)
+    assert len(many) == 7 and all(r.extra["runs_in_call"] == 7 for r in many)
+    for k, got in enumerate(many):
+        alone = dp_sgd(X, y, datafit, pen, step=steps[k], clip=clips[k],
+                       noise_scale=scales[k], passes=passes[k], **kw)
+        np.testing.assert_array_equal(got.w, alone.w)
+        np.testing.assert_array_equal(got.objective, alone.objective)
+        np.testing.assert_array_equal(got.passes_done, alone.passes_done)
+        assert got.n_updates == alone.n_updates
+    # a different seed changes every run that moved (L1 can keep w at 0)
+    other = dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
+                        passes=passes, **{**kw, "seed": 5})
+    moved = [(a, b) for a, b in zip(many, other) if np.any(a.w != 0)]
+    assert len(moved) >= 5 and all(not np.array_equal(a.w, b.w) for a, b in moved)

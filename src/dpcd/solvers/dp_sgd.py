@@ -13,40 +13,71 @@ import time
 import numpy as np
 from numba import njit
 
-from dpcd.problems._jit import HINGE, SQUARES, _penalty_value, _prox_1d
+from dpcd.problems._jit import HINGE, SQUARES, _datafit_value, _penalty_value, _prox_1d
 from dpcd.solvers._normal import new_stream, take_normals
 from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers.base import SolverResult, check_design, pass_checkpoints, spawn_generators
 
 
-@njit(cache=True, error_model="numpy")
-def _full_objective(sparse, X, data, indices, indptr, y, w, datafit_code, penalty_code,
-                    penalty_params):
-    """``F(w)`` with a row-wise pass over C-ordered X, O(n_samples n_features),
-    or over CSR ``(data, indices, indptr)``, O(nnz + n_features)."""
-    n_samples = y.shape[0]
+# The kernels below run K configurations at once (rows of W): every
+# configuration of a sweep uses the same seeds (dpcd.sweep.grid.run_seed), so
+# runs that differ only in step, clipping threshold, noise scale or length
+# share their sampled batches and their standard normals; one draw of each
+# then serves all K. Each configuration's arithmetic is that of a run alone,
+# in the same order: configuration k gets the same bits whether it runs alone
+# or beside others (tested).
+
+
+@njit(inline="always", error_model="numpy")
+def _dot_row(X, i, w):
+    """``X[i] . w`` over dense row ``i`` with four partial sums (j mod 4), so
+    consecutive multiply-adds do not wait on each other (the one-sum chain is
+    latency-bound: 1.3 us per row of 1 000 features). A fixed order in plain
+    arithmetic: the same bits on every call and in every kernel using it."""
     n_features = w.shape[0]
-    acc = 0.0
-    for i in range(n_samples):
-        z = 0.0
-        if sparse:
-            for k in range(indptr[i], indptr[i + 1]):
-                z += data[k] * w[indices[k]]
-        else:
-            for j in range(n_features):
-                z += X[i, j] * w[j]
-        if datafit_code == 0:
-            r = z - y[i]
-            acc += r * r
-        elif datafit_code == HINGE:
-            acc += max(0.0, 1.0 - y[i] * z)
-        else:
-            m = y[i] * z
-            if m > 0:
-                acc += np.log1p(np.exp(-m))
+    a0 = a1 = a2 = a3 = 0.0
+    stop = n_features - n_features % 4
+    for j in range(0, stop, 4):
+        a0 += X[i, j] * w[j]
+        a1 += X[i, j + 1] * w[j + 1]
+        a2 += X[i, j + 2] * w[j + 2]
+        a3 += X[i, j + 3] * w[j + 3]
+    for j in range(stop, n_features):
+        a0 += X[i, j] * w[j]
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(cache=True, error_model="numpy")
+def _objectives(sparse, X, data, indices, indptr, y, W, active, datafit_code,
+                penalty_code, penalty_params, out):
+    """``out[k] = F(W[k])`` for the first ``active`` rows: a row-wise pass over
+    C-ordered X per row of W, O(n_samples n_features), or over CSR ``(data,
+    indices, indptr)``, O(nnz + n_features).
+
+    The margins (residuals for squares) go to a buffer and the mean loss is
+    taken over it by DP-CD's SIMD reduction (:func:`_datafit_value`): at 8
+    features the loss, not the products, is most of the cost.
+    """
+    n_samples = y.shape[0]
+    u = np.empty(n_samples)
+    for k in range(active):
+        w = W[k]
+        for i in range(n_samples):
+            z = 0.0
+            if sparse:
+                for s in range(indptr[i], indptr[i + 1]):
+                    z += data[s] * w[indices[s]]
             else:
-                acc += -m + np.log1p(np.exp(m))
-    return acc / n_samples + _penalty_value(penalty_code, penalty_params, w)
+                z = _dot_row(X, i, w)
+            u[i] = z - y[i] if datafit_code == SQUARES else y[i] * z
+        if datafit_code == HINGE:
+            acc = 0.0
+            for i in range(n_samples):
+                acc += max(0.0, 1.0 - u[i])
+            loss = acc / n_samples
+        else:
+            loss = _datafit_value(datafit_code, u)
+        out[k] = loss + _penalty_value(penalty_code, penalty_params, w)
 
 
 # selected samples drawn (and their rows prefetched) ahead of use; a power of 2
@@ -64,13 +95,14 @@ def _prefetch_row(X, y, row_norms, inclusions, i):
 
 
 @njit(cache=True, error_model="numpy")
-def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, w, datafit_code, penalty_code,
-                   penalty_params, step, clip, noise_scale, batch_size, row_norms, q,
+def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
+                   penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
                    n_steps, rng_sample, noise_key, noise_buf, grad, noise, inclusions,
                    checkpoints, obj):
-    """Run ``n_steps`` DP-SGD steps in place, drawing the sampling and the noise.
+    """Run DP-SGD on the K rows of ``W`` in place, drawing the sampling and
+    the noise once for all of them.
 
-    Poisson sampling: over the ``n_steps * n_samples`` Bernoulli(q) trials
+    Poisson sampling: over the ``n_steps[0] * n_samples`` Bernoulli(q) trials
     (step-major), the gaps between successes are i.i.d. Geometric(q), so the
     selected (step, sample) pairs are found in O(selected) draws without
     touching unselected samples. A gap is drawn as ``ceil(E / lam)`` with
@@ -80,38 +112,40 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, w, datafit_code, penalty
     order, so the same iterates) and their rows prefetched: once X outgrows
     the caches a random row otherwise costs a full memory round trip.
 
+    Configuration k runs the first ``n_steps[k]`` steps of these streams; the
+    configurations are sorted by decreasing ``n_steps``, so those still
+    running at step t are a prefix ``0 .. active - 1``.
+
     Parameters
     ----------
     sparse : bool
         Read the CSR arrays ``data, indices, indptr`` instead of ``X``: a
-        sample's prediction and gradient then cost O(nnz_i); the noise and the
-        prox stay dense, O(n_features) per step.
+        sample's prediction and gradient then cost O(nnz_i K); the noise and
+        the prox stay dense, O(n_features K) per step.
     X : array, shape (n_samples, n_features)
         C-ordered design matrix (rows are read; a (1, 1) dummy when sparse).
     data, indices, indptr : arrays
         CSR design matrix (length-1 dummies when dense).
     y : array, shape (n_samples,)
         Targets.
-    w : array, shape (n_features,)
-        Iterate (updated in place).
+    W : array, shape (K, n_features)
+        Iterates, one row per configuration (updated in place).
     datafit_code, penalty_code : int
         Dispatch codes.
     penalty_params : array, shape (2,)
         ``[alpha, l1_ratio]``.
-    step : float
-        Step ``gamma / beta``.
-    clip : float
-        L2 clipping threshold ``C`` of per-sample gradients.
-    noise_scale : float
-        ``sigma``, std of the Gaussian noise added to the clipped *sum*.
+    steps, clips, noise_scales : arrays, shape (K,)
+        Step ``gamma / beta``, L2 clipping threshold ``C`` of per-sample
+        gradients and ``sigma``, std of the Gaussian noise added to the
+        clipped *sum*, per configuration.
     batch_size : float
         Expected batch size ``b`` (the sum is divided by ``b``).
     row_norms : array, shape (n_samples,)
         ``||x_i||_2``.
     q : float
         Sampling rate ``b / n_samples``.
-    n_steps : int
-        Number of steps.
+    n_steps : array of int64, shape (K,)
+        Steps of each configuration, non-increasing.
     rng_sample : numpy.random.Generator
         Stream of the sampling (advanced in place).
     noise_key : uint64
@@ -119,81 +153,93 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, w, datafit_code, penalty
         step ``t`` is its normals ``t n_features, ..., (t + 1) n_features - 1``.
     noise_buf : array, shape (even,)
         Work buffer of the noise stream.
-    grad, noise : array, shape (n_features,)
-        Work buffers.
+    grad : array, shape (K, n_features)
+        Work buffer (clipped sums).
+    noise : array, shape (n_features,)
+        Work buffer.
     inclusions : array, shape (n_samples,)
-        Incremented by the number of steps each sample is selected in.
+        Incremented by the number of steps each sample is selected in (over
+        the longest configuration's steps).
     checkpoints : array, shape (n_ckpt,)
-        Step counts after which to record the objective in ``obj[1 + c]``.
-    obj : array, shape (n_ckpt + 1,)
-        Objective at the checkpoints.
+        Increasing step counts after which to record the objective of the
+        configurations still running, in ``obj[:, 1 + c]``.
+    obj : array, shape (K, n_ckpt + 1)
+        Objectives at the checkpoints.
     """
     n_samples = y.shape[0]
-    n_features = w.shape[0]
+    n_features = W.shape[1]
     full = q >= 1.0
     lam = 0.0 if full else -np.log1p(-q)
     # global indices of the next _AHEAD selected (step, sample) trials, in order
     ahead = np.empty(_AHEAD, dtype=np.int64)
     last = -1
-    for k in range(_AHEAD):
+    for a in range(_AHEAD):
         last += 1 if full else int(np.ceil(rng_sample.standard_exponential() / lam))
-        ahead[k] = last
+        ahead[a] = last
         if not sparse:
             _prefetch_row(X, y, row_norms, inclusions, last % n_samples)
     head = 0
     pos = ahead[0]
     c = 0
+    active = n_steps.shape[0]
     noise_start = -noise_buf.shape[0]  # the buffer starts empty
-    for t in range(n_steps):
-        for j in range(n_features):
-            grad[j] = 0.0
-        # sum of clipped per-sample gradients: O(|B| n_features)
+    total = n_steps[0] if active > 0 else 0
+    for t in range(total):
+        while n_steps[active - 1] <= t:
+            active -= 1
+        for k in range(active):
+            for j in range(n_features):
+                grad[k, j] = 0.0
+        # sum of clipped per-sample gradients: O(|B| n_features K)
         first = t * n_samples
         while pos < first + n_samples:
             i = pos - first
             inclusions[i] += 1
-            pred = 0.0
-            if sparse:
-                for k in range(indptr[i], indptr[i + 1]):
-                    pred += data[k] * w[indices[k]]
-            else:
-                for j in range(n_features):
-                    pred += X[i, j] * w[j]
-            # l'(pred) with libm's exp, not the vectorisable polynomial the
-            # coordinate kernels use: one exp per step sits on the critical
-            # path, where latency counts (135 vs 165 ns per step on Electricity)
-            if datafit_code == SQUARES:
-                d = 2.0 * (pred - y[i])
-            elif datafit_code == HINGE:
-                # subgradient of max(0, 1 - y z)
-                d = -y[i] if y[i] * pred < 1.0 else 0.0
-            else:
-                d = -y[i] / (1.0 + np.exp(y[i] * pred))
-            # ||grad l_i|| = |l'(z_i)| ||x_i||; clip to norm C
-            norm = abs(d) * row_norms[i]
-            if norm > clip:
-                d *= clip / norm
-            if sparse:
-                for k in range(indptr[i], indptr[i + 1]):
-                    grad[indices[k]] += d * data[k]
-            else:
-                for j in range(n_features):
-                    grad[j] += d * X[i, j]
+            for k in range(active):
+                w, g = W[k], grad[k]
+                pred = 0.0
+                if sparse:
+                    for s in range(indptr[i], indptr[i + 1]):
+                        pred += data[s] * w[indices[s]]
+                else:
+                    pred = _dot_row(X, i, w)
+                # l'(pred) with libm's exp, not the vectorisable polynomial the
+                # coordinate kernels use: one exp per step sits on the critical
+                # path, where latency counts (135 vs 165 ns per step on Electricity)
+                if datafit_code == SQUARES:
+                    d = 2.0 * (pred - y[i])
+                elif datafit_code == HINGE:
+                    # subgradient of max(0, 1 - y z)
+                    d = -y[i] if y[i] * pred < 1.0 else 0.0
+                else:
+                    d = -y[i] / (1.0 + np.exp(y[i] * pred))
+                # ||grad l_i|| = |l'(z_i)| ||x_i||; clip to norm C
+                norm = abs(d) * row_norms[i]
+                if norm > clips[k]:
+                    d *= clips[k] / norm
+                if sparse:
+                    for s in range(indptr[i], indptr[i + 1]):
+                        g[indices[s]] += d * data[s]
+                else:
+                    for j in range(n_features):
+                        g[j] += d * X[i, j]
             last += 1 if full else int(np.ceil(rng_sample.standard_exponential() / lam))
             ahead[head] = last
             if not sparse:
                 _prefetch_row(X, y, row_norms, inclusions, last % n_samples)
             head = (head + 1) & (_AHEAD - 1)
             pos = ahead[head]
-        # g = (sum + N(0, sigma^2 I)) / b; proximal step: O(n_features).
-        # The noise is drawn a vectorised buffer at a time, apart from the prox.
+        # g = (sum + N(0, sigma^2 I)) / b; proximal step: O(n_features K).
+        # The noise is drawn a vectorised buffer at a time, once for all K.
         noise_start = take_normals(noise_key, noise_buf, noise_start, t * n_features, noise)
-        for j in range(n_features):
-            g = (grad[j] + noise_scale * noise[j]) / batch_size
-            w[j] = _prox_1d(penalty_code, penalty_params, w[j] - step * g, step)
+        for k in range(active):
+            w, g, step, scale = W[k], grad[k], steps[k], noise_scales[k]
+            for j in range(n_features):
+                gj = (g[j] + scale * noise[j]) / batch_size
+                w[j] = _prox_1d(penalty_code, penalty_params, w[j] - step * gj, step)
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
-            obj[1 + c] = _full_objective(sparse, X, data, indices, indptr, y, w,
-                                         datafit_code, penalty_code, penalty_params)
+            _objectives(sparse, X, data, indices, indptr, y, W, active, datafit_code,
+                        penalty_code, penalty_params, obj[:, 1 + c])
             c += 1
 
 
@@ -246,72 +292,117 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
         ``objective[c]`` is ``F(w)`` after ``checkpoints[c]`` passes (at step
         ``ceil(checkpoints[c] n / b)``; see :func:`pass_checkpoints`).
         ``extra`` holds ``n_steps``, ``step_size``, ``global_smoothness``,
-        ``sampling_rate`` and ``inclusions`` (steps each sample was selected
-        in). ``time`` covers sampling, noise and updates.
+        ``sampling_rate``, ``runs_in_call`` (1) and ``inclusions`` (steps
+        each sample was selected in). ``time`` covers sampling, noise and
+        updates. :func:`dp_sgd_many` runs several settings on one seed at once.
 
     References
     ----------
     .. [1] Abadi et al., CCS 2016; Mangold et al., ICML 2022, Appendix G.1.
+    """
+    (result,) = dp_sgd_many(
+        X, y, datafit, penalty, steps=[step], clips=[clip], noise_scales=[noise_scale],
+        passes=[passes], seed=seed, batch_size=batch_size,
+        global_smoothness=global_smoothness, check_input=check_input, _inclusions=True)
+    return result
+
+
+def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, seed,
+                batch_size=1, global_smoothness=None, check_input=True, _inclusions=False):
+    """K runs of :func:`dp_sgd` on one seed, in one pass over their shared randomness.
+
+    Runs with the same seed and batch size draw the same batches and the same
+    standard normals (run k takes the first ``ceil(passes[k] n / b)`` steps
+    of both streams); only their steps, clipping thresholds, noise scales and
+    lengths differ. This draws each batch and each noise vector once and
+    updates the K iterates together, vectorised across runs. Run k's result
+    is bit for bit ``dp_sgd(..., step=steps[k], clip=clips[k],
+    noise_scale=noise_scales[k], passes=passes[k], seed=seed)``.
+
+    Parameters
+    ----------
+    X, y, datafit, penalty, seed, batch_size, global_smoothness, check_input
+        As for :func:`dp_sgd`.
+    steps, clips, noise_scales, passes : array-like, shape (K,)
+        Per run, as the scalars of :func:`dp_sgd`.
+
+    Returns
+    -------
+    results : list of SolverResult
+        One per run, in the order given. ``time`` is the kernel time of the
+        shared call split in proportion to each run's steps (an amortised
+        share, not the time of the run alone); ``extra["runs_in_call"]`` is K.
+        ``extra["inclusions"]`` is only given by :func:`dp_sgd`.
     """
     design, y, (n_samples, n_features) = check_design(X, y, datafit, "csr", check_input)
     beta = (datafit.global_smoothness(X) if global_smoothness is None
             else float(global_smoothness))
     if not (np.isfinite(beta) and beta > 0):
         raise ValueError(f"global smoothness must be finite and > 0, got {beta!r}")
-    step = float(step)
-    if not (np.isfinite(step) and step > 0):
-        raise ValueError(f"step must be finite and > 0, got {step!r}")
-    clip = float(clip)
-    if not clip > 0:
-        raise ValueError(f"clip must be > 0, got {clip!r}")
-    noise_scale = float(noise_scale)
-    if not (np.isfinite(noise_scale) and noise_scale >= 0):
-        raise ValueError(f"noise_scale must be finite and >= 0, got {noise_scale!r}")
+    steps = np.asarray(steps, dtype=np.float64).ravel()
+    n_runs = steps.shape[0]
+    clips, noise_scales = (np.broadcast_to(np.asarray(v, dtype=np.float64).ravel(), n_runs)
+                           for v in (clips, noise_scales))
+    passes = np.broadcast_to(np.asarray(passes, dtype=np.float64).ravel(), n_runs)
+    if not (n_runs and np.all(np.isfinite(steps)) and np.all(steps > 0)):
+        raise ValueError(f"steps must be finite and > 0, got {steps!r}")
+    if not np.all(clips > 0):
+        raise ValueError(f"clip must be > 0, got {clips!r}")
+    if not (np.all(np.isfinite(noise_scales)) and np.all(noise_scales >= 0)):
+        raise ValueError(f"noise_scale must be finite and >= 0, got {noise_scales!r}")
     batch_size = float(batch_size)
     if not 0 < batch_size <= n_samples:
         raise ValueError(f"batch_size must be in (0, n_samples={n_samples}], "
                          f"got {batch_size!r}")
-    checkpoints = pass_checkpoints(passes)
+    checkpoints = [pass_checkpoints(p) for p in passes]
     q = batch_size / n_samples
-    eta = step / beta
-    n_steps = math.ceil(passes * n_samples / batch_size)
     # checkpoint c (checkpoints[c] passes) after step ceil(c n / b)
-    ckpts = np.array([math.ceil(c * n_samples / batch_size) for c in checkpoints[1:]],
-                     dtype=np.int64)
-    n_ckpt = ckpts.shape[0]
+    ckpt_steps = [np.array([math.ceil(c * n_samples / batch_size) for c in ckpts[1:]],
+                           dtype=np.int64) for ckpts in checkpoints]
+    n_steps = np.array([math.ceil(p * n_samples / batch_size) for p in passes], dtype=np.int64)
+    # longest runs first: the runs still going at any step are a prefix
+    order = np.argsort(-n_steps, kind="stable")
+    union = np.unique(np.concatenate(ckpt_steps))
 
-    w = np.zeros(n_features)
+    W = np.zeros((n_runs, n_features))
     if design[0]:  # sum of squares over each row's stored entries: O(nnz)
         data, indptr = design[2], design[4]
         row_norms = np.sqrt(np.bincount(np.repeat(np.arange(n_samples), np.diff(indptr)),
                                         weights=data * data, minlength=n_samples))
     else:
         row_norms = np.sqrt(np.einsum("ij,ij->i", design[1], design[1]))
-    grad = np.zeros(n_features)
     pcode, pparams, dcode = penalty.code, penalty.params, datafit.code
-    obj = np.empty(n_ckpt + 1)
-    obj[0] = _full_objective(*design, y, w, dcode, pcode, pparams)
+    obj = np.full((n_runs, union.shape[0] + 1), np.nan)
+    _objectives(*design, y, W, n_runs, dcode, pcode, pparams, obj[:, 0])
     rng_sample, rng_noise = spawn_generators(seed, 2)
     noise_key, noise_buf = new_stream(rng_noise)
-    args = (*design, y, w, dcode, pcode, pparams, eta, clip, noise_scale, batch_size,
-            row_norms, q)
+    args = (*design, y, W, dcode, pcode, pparams, steps[order] / beta, clips[order],
+            noise_scales[order], batch_size, row_norms, q)
+    work = (np.zeros((n_runs, n_features)), np.empty(n_features),
+            np.zeros(n_samples, dtype=np.int64))
     # compile (or load from cache) before the timer: a zero-step call
-    inclusions = np.zeros(n_samples, dtype=np.int64)
-    noise = np.empty(n_features)
-    _dp_sgd_kernel(*args, 0, np.random.default_rng(0), noise_key, noise_buf, grad,
-                   noise, inclusions, np.empty(0, np.int64), obj)
+    _dp_sgd_kernel(*args, np.zeros(n_runs, np.int64), np.random.default_rng(0), noise_key,
+                   noise_buf, *work, union, obj)
     # the timer covers the whole algorithm: sampling, noise and updates
     t0 = time.perf_counter()
-    _dp_sgd_kernel(*args, n_steps, rng_sample, noise_key, noise_buf, grad, noise,
-                   inclusions, ckpts, obj)
+    _dp_sgd_kernel(*args, n_steps[order], rng_sample, noise_key, noise_buf, *work, union, obj)
     elapsed = time.perf_counter() - t0
+    inclusions = work[2]
 
-    extra = {
-        "n_steps": n_steps,
-        "step_size": eta,
-        "global_smoothness": beta,
-        "sampling_rate": q,
-        "inclusions": inclusions,
-    }
-    return SolverResult(w=w, objective=obj, n_updates=n_steps, time=elapsed,
-                        extra=extra, checkpoints=checkpoints)
+    results = [None] * n_runs
+    for slot, k in enumerate(order):
+        columns = np.concatenate([[0], 1 + np.searchsorted(union, ckpt_steps[k])])
+        extra = {
+            "n_steps": int(n_steps[k]),
+            "step_size": steps[k] / beta,
+            "global_smoothness": beta,
+            "sampling_rate": q,
+            "runs_in_call": n_runs,
+        }
+        if _inclusions:
+            extra["inclusions"] = inclusions
+        results[k] = SolverResult(
+            w=W[slot].copy(), objective=obj[slot, columns], n_updates=int(n_steps[k]),
+            time=elapsed * n_steps[k] / max(1, n_steps.sum()), extra=extra,
+            checkpoints=checkpoints[k])
+    return results
