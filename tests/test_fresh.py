@@ -137,7 +137,8 @@ def _fresh_runs(values):
                 rows.append({"solver": solver, "config_id": cid, "epsilon": 1.0, "passes": passes,
                              "pass": float(step), "seed_index": k, "seed": 2**32 + k,
                              "rel_error": err if step == passes else 1.0,
-                             "epsilon_achieved": 0.99, "status": "done"})
+                             "epsilon_achieved": 0.99, "status": "done",
+                             "time": (0.2 + 0.1 * k) * step / passes})
     return pd.DataFrame(rows)
 
 
@@ -150,6 +151,7 @@ def test_fresh_table_puts_both_numbers_side_by_side():
     assert row.loc["a1", "fresh_rel_error_mean"] == pytest.approx(0.12)
     assert row.loc["a1", "optimism"] == pytest.approx(3.0)
     assert row.loc["a1", "fresh_n_seeds"] == 2
+    assert row.loc["a1", "fresh_time_mean"] == pytest.approx(0.25)  # last iterates' times
     assert np.isnan(row.loc["b2", "fresh_rel_error_mean"])  # no fresh runs for it
     text = fresh_markdown(table, "exp", 2)
     assert "| dp_cd | 1 | 0.0400 / 0.1200 | 0.0300 / 0.1200 |" in text
@@ -253,3 +255,24 @@ def test_summary_of_a_validation_experiment_takes_both_test_metrics_from_the_fre
     assert "| exp | dp_cd | 1 | 0.8 / 0.75 | 0.81 / 0.8 |" in text
     # without the selected-on metric the section is left out, not a crash
     assert "Test metric" not in fresh_summary_markdown(table.drop(columns="test_metric_median"))
+
+
+def test_table_3_times_come_from_runs_timed_alone():
+    """A sweep's DP-SGD times are amortised shares of a shared kernel call;
+    Table 3 (and the speed-ups against the paper) take the fresh re-runs'
+    times, each run timed alone, and say so; cells without fresh runs keep
+    theirs and the text says they may be shares."""
+    from dpcd.report.summary import solo_times, summary_markdown
+
+    table = _stacked(0.05, 0.06).assign(time_mean=[1.0, 2.0, 5.0, 6.0], time_std=0.0,
+                                        fresh_time_mean=[3.0, np.nan, 7.0, 8.0],
+                                        fresh_time_std=[0.5, np.nan, 0.1, 0.1])
+    solo = solo_times(table)
+    assert solo["time_mean"].tolist() == [3.0, 2.0, 7.0, 8.0]
+    assert solo["time_std"].tolist() == [0.5, 0.0, 0.1, 0.1]
+    assert "amortised shares" in summary_markdown(solo)
+    assert "each run timed alone on the fresh seeds" in summary_markdown(
+        solo.assign(fresh_time_mean=[3.0, 4.0, 7.0, 8.0]))
+    # tables without fresh runs are left as they are
+    plain = table.drop(columns=["fresh_time_mean", "fresh_time_std"])
+    assert solo_times(plain) is plain

@@ -99,3 +99,42 @@ def test_chunk_table_matches_one_frame_per_configuration():
                  [columns(2, 3, False), columns(0.5, 2, False)]):  # fractional: float64
         expected = pd.concat([pd.DataFrame(c) for c in rows], ignore_index=True)
         pd.testing.assert_frame_equal(_stack_rows(rows), expected)
+
+
+def test_dp_sgd_configurations_run_together_give_each_run_alone():
+    """A chunk runs DP-SGD's configurations of one seed in one kernel call
+    (MANY): its table must be the one-run-at-a-time table, bit for bit apart
+    from the times; those are an amortised share of the call, so the chunk's
+    kernel seconds are the calls' seconds."""
+    import pandas as pd
+
+    from dpcd.problems import make_problem
+    from dpcd.sweep.adapters import MANY, Budget, run_dp_sgd
+    from dpcd.sweep.grid import run_seed
+    from dpcd.sweep.problem import SweepProblem
+    from dpcd.sweep.run import chunk_configurations, run_configurations
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((50, 4))
+    y = X @ rng.standard_normal(4) + 0.1 * rng.standard_normal(50)
+    datafit, penalty = make_problem("squares", "l1", 0.05)
+    problem = SweepProblem(X=X, y=y, datafit=datafit, penalty=penalty,
+                           smoothness=datafit.coordinate_smoothness(X),
+                           global_smoothness=datafit.global_smoothness(X),
+                           max_abs=np.abs(X).max(axis=0), loss="squares", alpha=0.05)
+    spec = {"experiment": "e", "solver": "dp_sgd", "dataset": "d", "variant": "raw",
+            "problem": {"loss": "squares", "penalty": "l1", "alpha": 0.05},
+            "privacy": {"epsilon": [1.0, 5.0], "delta": 1e-4},
+            "grid": {"step": [0.1, 1.0], "clip": [0.1, 1.0], "batch_size": [1, 5]},
+            "passes": [2, 3.5], "seeds": 3, "base_seed": 0, "chunks": 1}
+    assert "dp_sgd" in MANY
+    configs = chunk_configurations(spec, 0)
+    seeds = [run_seed(0, k) for k in range(3)]
+    together, records = run_configurations(spec, configs, seeds, problem, 0.01)
+    alone, _ = run_configurations(spec, configs, seeds, problem, 0.01, together=False)
+    pd.testing.assert_frame_equal(together.drop(columns="time"), alone.drop(columns="time"))
+    # the one-run adapter is the same run again, with the same ledger
+    result, ledger = run_dp_sgd(problem, configs[5], seeds[1],
+                                Budget(configs[5]["epsilon"], 1e-4))
+    np.testing.assert_array_equal(result.objective, records[5].objective[1])
+    assert ledger.to_dict() == records[5].ledgers[1].to_dict()

@@ -13,7 +13,7 @@ import pandas as pd
 from dpcd.report.tables import final_iterates, last_checkpoints, passes_header
 
 FRESH_COLUMNS = ["fresh_rel_error_mean", "fresh_rel_error_std", "fresh_n_seeds",
-                 "fresh_epsilon_achieved", "fresh_status"]
+                 "fresh_epsilon_achieved", "fresh_status", "fresh_time_mean", "fresh_time_std"]
 
 
 def fresh_table(selected, fresh_runs):
@@ -31,6 +31,7 @@ def fresh_table(selected, fresh_runs):
     pandas.DataFrame
         ``selected`` plus ``fresh_rel_error_mean``, ``fresh_rel_error_std``,
         ``fresh_n_seeds``, ``fresh_epsilon_achieved``, ``fresh_status``,
+        ``fresh_time_mean``, ``fresh_time_std`` (each fresh run timed alone),
         ``optimism`` (fresh / selected mean relative error: how much the
         selection seeds flatter the cell) and, with held-out metrics,
         ``fresh_val_metric_median`` and ``fresh_test_metric_median``.
@@ -44,6 +45,8 @@ def fresh_table(selected, fresh_runs):
         fresh_n_seeds=("seed", "nunique"),
         fresh_epsilon_achieved=("epsilon_achieved", "max"),
         fresh_status=("status", "first"),
+        fresh_time_mean=("time", "mean"),
+        fresh_time_std=("time", "std"),
     )
     if "test_metric" in fresh_runs and fresh_runs["test_metric"].notna().any():
         holdout = last_checkpoints(fresh_runs).groupby(key, as_index=False).agg(

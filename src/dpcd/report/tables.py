@@ -198,7 +198,10 @@ def markdown_table(table, experiment, nonprivate_inputs=()):
         "",
         pivot_markdown(table, "rel_error_mean", "rel_error_std", star=True),
         "",
-        "Running time in the solver kernels (seconds), same configurations.",
+        "Running time in the solver kernels (seconds), same configurations. "
+        "DP-SGD runs all configurations of a seed in one kernel call, so its "
+        "times here are amortised shares of that call; results/summary.md "
+        "reports runs timed alone (the fresh seeds).",
         "",
         pivot_markdown(table, "time_mean", "time_std", star=False),
         "",

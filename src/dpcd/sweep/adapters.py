@@ -80,23 +80,45 @@ def run_dp_cd_p(problem, config, seed, budget, private_smoothness=None):
 
 def run_dp_sgd(problem, config, seed, budget, private_smoothness=None):
     """Proximal DP-SGD with Poisson-sampled batches (the papers' baseline)."""
-    batch_size = int(config.get("batch_size", 1))
-    calibration = privacy.calibrate_dp_sgd(
-        problem.n_samples, batch_size, config["passes"], config["clip"],
-        budget.epsilon, budget.delta, accountant=budget.accountant,
-    )
-    result = solvers.dp_sgd(
-        problem.X_rows, problem.y, problem.datafit, problem.penalty,
-        step=config["step"], clip=config["clip"],
-        noise_scale=calibration.noise_scales, passes=config["passes"],
-        seed=seed, batch_size=batch_size,
-        # hinge has no smoothness constant: the step is the learning rate itself
-        global_smoothness=1.0 if problem.global_smoothness is None else problem.global_smoothness,
-        check_input=False,
-    )
-    if problem.global_smoothness is None:
-        return result, calibration.ledger
-    return result, calibration.ledger.add_nonprivate_input("global_smoothness")
+    return run_dp_sgd_many(problem, [config], seed, [budget])[0]
+
+
+def run_dp_sgd_many(problem, configs, seed, budgets):
+    """:func:`run_dp_sgd` for several configurations on one seed: one kernel
+    call per batch size (:func:`dpcd.solvers.dp_sgd_many`), each run bit for
+    bit the run alone; its ``time`` is an amortised share of the call.
+
+    Returns
+    -------
+    list of (SolverResult, Ledger)
+        In the order of ``configs``.
+    """
+    out = [None] * len(configs)
+    by_batch = {}
+    for index, config in enumerate(configs):
+        by_batch.setdefault(int(config.get("batch_size", 1)), []).append(index)
+    # hinge has no smoothness constant: the step is the learning rate itself
+    beta = 1.0 if problem.global_smoothness is None else problem.global_smoothness
+    for batch_size, indices in by_batch.items():
+        calibrations = [
+            privacy.calibrate_dp_sgd(
+                problem.n_samples, batch_size, configs[i]["passes"], configs[i]["clip"],
+                budgets[i].epsilon, budgets[i].delta, accountant=budgets[i].accountant)
+            for i in indices]
+        results = solvers.dp_sgd_many(
+            problem.X_rows, problem.y, problem.datafit, problem.penalty,
+            steps=[configs[i]["step"] for i in indices],
+            clips=[configs[i]["clip"] for i in indices],
+            noise_scales=[c.noise_scales for c in calibrations],
+            passes=[configs[i]["passes"] for i in indices],
+            seed=seed, batch_size=batch_size, global_smoothness=beta, check_input=False,
+        )
+        for i, result, calibration in zip(indices, results, calibrations):
+            ledger = calibration.ledger
+            if problem.global_smoothness is not None:
+                ledger = ledger.add_nonprivate_input("global_smoothness")
+            out[i] = (result, ledger)
+    return out
 
 
 def calibrate_dp_gcd_config(problem, config, budget):
@@ -249,6 +271,10 @@ SCD_CALIBRATORS = {
 }
 
 # Hyperparameters that index a configuration (columns of the tidy table).
+# Solvers whose runs on one seed share their randomness and run together
+# (see run_dp_sgd_many): same results, one kernel call for many configurations.
+MANY = {"dp_sgd": run_dp_sgd_many}
+
 HYPERPARAMETERS = ("step", "clip", "batch_size")
 
 
