@@ -360,49 +360,66 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
     ckpt_steps = [np.array([math.ceil(c * n_samples / batch_size) for c in ckpts[1:]],
                            dtype=np.int64) for ckpts in checkpoints]
     n_steps = np.array([math.ceil(p * n_samples / batch_size) for p in passes], dtype=np.int64)
-    # longest runs first: the runs still going at any step are a prefix
-    order = np.argsort(-n_steps, kind="stable")
-    union = np.unique(np.concatenate(ckpt_steps))
-
-    W = np.zeros((n_runs, n_features))
     if design[0]:  # sum of squares over each row's stored entries: O(nnz)
         data, indptr = design[2], design[4]
         row_norms = np.sqrt(np.bincount(np.repeat(np.arange(n_samples), np.diff(indptr)),
                                         weights=data * data, minlength=n_samples))
     else:
         row_norms = np.sqrt(np.einsum("ij,ij->i", design[1], design[1]))
-    pcode, pparams, dcode = penalty.code, penalty.params, datafit.code
-    obj = np.full((n_runs, union.shape[0] + 1), np.nan)
+    # longest runs first: the runs still going at any step are a prefix. Every
+    # step sweeps the iterates and their gradient sums: a call takes at most
+    # _CALL_ENTRIES of each, so that they stay in the L2 cache.
+    order = np.argsort(-n_steps, kind="stable")
+    per_call = max(1, _CALL_ENTRIES // n_features)
+    results = [None] * n_runs
+    for start in range(0, n_runs, per_call):
+        runs = order[start:start + per_call]
+        union = np.unique(np.concatenate([ckpt_steps[k] for k in runs]))
+        W, obj, inclusions, elapsed = _run_together(
+            design, y, n_features, datafit.code, penalty.code, penalty.params, steps[runs] / beta,
+            clips[runs], noise_scales[runs], batch_size, row_norms, q, n_steps[runs], union,
+            seed)
+        for slot, k in enumerate(runs):
+            columns = np.concatenate([[0], 1 + np.searchsorted(union, ckpt_steps[k])])
+            extra = {
+                "n_steps": int(n_steps[k]),
+                "step_size": steps[k] / beta,
+                "global_smoothness": beta,
+                "sampling_rate": q,
+                "runs_in_call": len(runs),
+            }
+            if _inclusions:
+                extra["inclusions"] = inclusions
+            results[k] = SolverResult(
+                w=W[slot].copy(), objective=obj[slot, columns], n_updates=int(n_steps[k]),
+                time=elapsed * n_steps[k] / max(1, n_steps[runs].sum()), extra=extra,
+                checkpoints=checkpoints[k])
+    return results
+
+
+# iterate entries (runs x features) per kernel call: 256 KB of iterates and
+# as much of gradient sums, within a 512 KB L2
+_CALL_ENTRIES = 1 << 15
+
+
+def _run_together(design, y, n_features, dcode, pcode, pparams, etas, clips, noise_scales,
+                  batch_size, row_norms, q, n_steps, checkpoints, seed):
+    """One kernel call on runs sorted by decreasing ``n_steps``; returns the
+    iterates, objectives, inclusion counts and the kernel's seconds."""
+    n_runs = n_steps.shape[0]
+    W = np.zeros((n_runs, n_features))
+    obj = np.full((n_runs, checkpoints.shape[0] + 1), np.nan)
     _objectives(*design, y, W, n_runs, dcode, pcode, pparams, obj[:, 0])
     rng_sample, rng_noise = spawn_generators(seed, 2)
     noise_key, noise_buf = new_stream(rng_noise)
-    args = (*design, y, W, dcode, pcode, pparams, steps[order] / beta, clips[order],
-            noise_scales[order], batch_size, row_norms, q)
+    args = (*design, y, W, dcode, pcode, pparams, etas, clips, noise_scales, batch_size,
+            row_norms, q)
     work = (np.zeros((n_runs, n_features)), np.empty(n_features),
-            np.zeros(n_samples, dtype=np.int64))
+            np.zeros(y.shape[0], dtype=np.int64))
     # compile (or load from cache) before the timer: a zero-step call
     _dp_sgd_kernel(*args, np.zeros(n_runs, np.int64), np.random.default_rng(0), noise_key,
-                   noise_buf, *work, union, obj)
+                   noise_buf, *work, checkpoints, obj)
     # the timer covers the whole algorithm: sampling, noise and updates
     t0 = time.perf_counter()
-    _dp_sgd_kernel(*args, n_steps[order], rng_sample, noise_key, noise_buf, *work, union, obj)
-    elapsed = time.perf_counter() - t0
-    inclusions = work[2]
-
-    results = [None] * n_runs
-    for slot, k in enumerate(order):
-        columns = np.concatenate([[0], 1 + np.searchsorted(union, ckpt_steps[k])])
-        extra = {
-            "n_steps": int(n_steps[k]),
-            "step_size": steps[k] / beta,
-            "global_smoothness": beta,
-            "sampling_rate": q,
-            "runs_in_call": n_runs,
-        }
-        if _inclusions:
-            extra["inclusions"] = inclusions
-        results[k] = SolverResult(
-            w=W[slot].copy(), objective=obj[slot, columns], n_updates=int(n_steps[k]),
-            time=elapsed * n_steps[k] / max(1, n_steps.sum()), extra=extra,
-            checkpoints=checkpoints[k])
-    return results
+    _dp_sgd_kernel(*args, n_steps, rng_sample, noise_key, noise_buf, *work, checkpoints, obj)
+    return W, obj, work[2], time.perf_counter() - t0

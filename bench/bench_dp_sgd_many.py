@@ -1,0 +1,75 @@
+"""Benchmark: a sweep's DP-SGD runs of one seed alone vs together (``dp_sgd_many``).
+
+Run: ``python bench/bench_dp_sgd_many.py [K]`` (prints one table; no assertions).
+
+A sweep runs every configuration on the same seeds, so the runs of one seed
+share their Poisson batches and their standard normals; ``dp_sgd_many`` draws
+them once for all K runs (each run bit for bit the run alone, tested). Timed
+here on the shapes of the DP-CD paper's three problems, batch size 1, the
+quick config's grid (5 steps x 10 clipping thresholds, K = 50 runs, or the
+first K of them) at 2 passes: K runs one after the other with ``dp_sgd`` and
+the same K runs in one ``dp_sgd_many`` call, interleaved, best of 3. Times
+are the solvers' own timers (sampling, noise, updates and the objective after
+every pass); "ns/run-step" divides by K x steps.
+"""
+import sys
+import time
+
+import numpy as np
+
+from dpcd.problems import make_problem
+from dpcd.solvers import dp_sgd, dp_sgd_many
+
+PASSES = 2
+REPEATS = 3
+SHAPES = (  # name, n, p, loss, penalty, alpha (the paper configs' problems)
+    ("california", 20_640, 8, "squares", "l1", 0.1),
+    ("electricity", 45_312, 8, "logistic", "l2", 1e-4),
+    ("sparse_lasso", 1_000, 1_000, "squares", "l1", 0.744),
+)
+
+
+def make_data(n, p, loss, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    w = rng.standard_normal(p)
+    y = X @ w + 0.1 * rng.standard_normal(n)
+    if loss == "logistic":
+        y = np.where(y > 0, 1.0, -1.0)
+    return X, y
+
+
+def main(n_runs=50):
+    steps, clips = (a.ravel() for a in np.meshgrid(np.geomspace(1e-6, 1.0, 5),
+                                                   np.geomspace(1e-3, 1e6, 10)))
+    steps, clips = steps[:n_runs], clips[:n_runs]
+    scales = 0.64 * clips  # noise multiplier of the order of Electricity's
+    print(f"DP-SGD, batch size 1, {PASSES} passes, K = {len(steps)} settings of one seed; "
+          f"best of {REPEATS}")
+    print(f"{'problem':14s} {'alone s':>8s} {'together s':>11s} {'speed-up':>9s} "
+          f"{'ns/run-step alone':>18s} {'together':>9s}")
+    for name, n, p, loss, penalty, alpha in SHAPES:
+        X, y = make_data(n, p, loss)
+        datafit, pen = make_problem(loss, penalty, alpha)
+        # beta once, as a sweep does (an SVD of X: 0.1 s at 1000 x 1000)
+        kw = dict(passes=PASSES, seed=1, check_input=False,
+                  global_smoothness=datafit.global_smoothness(X))
+        dp_sgd_many(X[:50], y[:50], datafit, pen, steps=steps[:2], clips=clips[:2],
+                    noise_scales=scales[:2], passes=1, seed=0)  # JIT
+        alone = together = np.inf
+        for _ in range(REPEATS):
+            t0 = time.perf_counter()
+            for k in range(len(steps)):
+                dp_sgd(X, y, datafit, pen, step=steps[k], clip=clips[k],
+                       noise_scale=scales[k], **kw)
+            alone = min(alone, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales, **kw)
+            together = min(together, time.perf_counter() - t0)
+        run_steps = len(steps) * PASSES * n
+        print(f"{name:14s} {alone:8.2f} {together:11.2f} {alone / together:8.1f}x "
+              f"{alone / run_steps * 1e9:18.0f} {together / run_steps * 1e9:9.0f}")
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:]))
