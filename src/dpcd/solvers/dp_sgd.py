@@ -253,10 +253,15 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
             w, g, step, scale = W[k], grad[k], steps[k], noise_scales[k]
             # the prox in one branch-free form (see _prox_form), so the loop vectorises
             shrink, divide = _prox_form(penalty_code, penalty_params, step)
-            for j in range(n_features):
-                gj = (g[j] + scale * noise[j]) / batch_size
-                x = w[j] - step * gj
-                w[j] = (max(x - shrink, 0.0) + min(x + shrink, 0.0)) / divide
+            if batch_size == 1.0 and divide == 1.0:  # both divisions exact: skip them
+                for j in range(n_features):
+                    x = w[j] - step * (g[j] + scale * noise[j])
+                    w[j] = max(x - shrink, 0.0) + min(x + shrink, 0.0)
+            else:
+                for j in range(n_features):
+                    gj = (g[j] + scale * noise[j]) / batch_size
+                    x = w[j] - step * gj
+                    w[j] = (max(x - shrink, 0.0) + min(x + shrink, 0.0)) / divide
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             _objectives(sparse, X, data, indices, indptr, y, W, active, datafit_code,
                         penalty_code, penalty_params, obj[:, 1 + c])
