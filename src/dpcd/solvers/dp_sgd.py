@@ -339,8 +339,10 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
     Runs with the same seed and batch size draw the same batches and the same
     standard normals (run k takes the first ``ceil(passes[k] n / b)`` steps
     of both streams); only their steps, clipping thresholds, noise scales and
-    lengths differ. This draws each batch and each noise vector once and
-    updates the K iterates together, vectorised across runs. Run k's result
+    lengths differ. This draws each batch and each noise vector once per
+    kernel call and updates the iterates of the call's runs together (at most
+    ``_CALL_ENTRIES / n_features`` runs a call, so that they stay in cache).
+    Run k's result
     is bit for bit ``dp_sgd(..., step=steps[k], clip=clips[k],
     noise_scale=noise_scales[k], passes=passes[k], seed=seed)``.
 
@@ -356,7 +358,8 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
     results : list of SolverResult
         One per run, in the order given. ``time`` is the kernel time of the
         shared call split in proportion to each run's steps (an amortised
-        share, not the time of the run alone); ``extra["runs_in_call"]`` is K.
+        share, not the time of the run alone); ``extra["runs_in_call"]`` is
+        the number of runs that shared it.
         ``extra["inclusions"]`` is only given by :func:`dp_sgd`.
     """
     design, y, (n_samples, n_features) = check_design(X, y, datafit, "csr", check_input)
