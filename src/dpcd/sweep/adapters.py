@@ -270,11 +270,11 @@ SCD_CALIBRATORS = {
     "primal_dp_scd": calibrate_primal_dp_scd,
 }
 
-# Hyperparameters that index a configuration (columns of the tidy table).
 # Solvers whose runs on one seed share their randomness and run together
 # (see run_dp_sgd_many): same results, one kernel call for many configurations.
 MANY = {"dp_sgd": run_dp_sgd_many}
 
+# Hyperparameters that index a configuration (columns of the tidy table).
 HYPERPARAMETERS = ("step", "clip", "batch_size")
 
 

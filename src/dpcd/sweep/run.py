@@ -175,12 +175,14 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     started = clock.monotonic()
     budgets = [Budget(config["epsilon"], delta, accountant) for config in configs]
     many = MANY.get(spec.get("adapter", spec["solver"])) if together else None
-    # {(configuration, seed index): (result, ledger)} when run together
+    # {(configuration, seed index): (result, ledger)} when run together; each
+    # configuration's MLflow run then spans the shared calls
+    together_ms = int(clock.time() * 1000)
     ran = {} if many is None else {
         (c, s): pair for s, seed in enumerate(seeds)
         for c, pair in enumerate(many(problem, configs, seed, budgets))}
     for done, config in enumerate(configs, 1):
-        start_ms = int(clock.time() * 1000)
+        start_ms = together_ms if many is not None else int(clock.time() * 1000)
         budget = budgets[done - 1]
         cid = config_id(config)
         objectives, times, ledgers, finals, checkpoints, supports = [], [], [], [], [], []
