@@ -101,12 +101,18 @@ def test_chunk_table_matches_one_frame_per_configuration():
         pd.testing.assert_frame_equal(_stack_rows(rows), expected)
 
 
-def test_dp_sgd_configurations_run_together_give_each_run_alone():
+@pytest.mark.parametrize("per_block", [None, 3])
+def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monkeypatch):
     """A chunk runs DP-SGD's configurations of one seed in one kernel call
-    (MANY): its table must be the one-run-at-a-time table, bit for bit apart
-    from the times; those are an amortised share of the call, so the chunk's
-    kernel seconds are the calls' seconds."""
+    (MANY), in blocks that bound the final iterates held at once (``per_block``
+    configurations of the 32 here): its table must be the one-run-at-a-time
+    table, bit for bit apart from the times (amortised shares of the calls)."""
     import pandas as pd
+
+    from dpcd.sweep import run
+
+    if per_block is not None:
+        monkeypatch.setattr(run, "TOGETHER_ENTRIES", per_block * 3 * 4)  # 3 seeds, 4 features
 
     from dpcd.problems import make_problem
     from dpcd.sweep.adapters import MANY, Budget, run_dp_sgd
