@@ -198,10 +198,11 @@ def markdown_table(table, experiment, nonprivate_inputs=()):
         "",
         pivot_markdown(table, "rel_error_mean", "rel_error_std", star=True),
         "",
-        "Running time in the solver kernels (seconds), same configurations. "
-        "DP-SGD runs all configurations of a seed in one kernel call, so its "
-        "times here are amortised shares of that call; results/summary.md "
-        "reports runs timed alone (the fresh seeds).",
+        "Running time in the solver kernels (seconds), same configurations."
+        + (" DP-SGD runs all configurations of a seed in one kernel call, so its "
+           "times here are amortised shares of that call; results/summary.md "
+           "reports runs timed alone (the fresh seeds)."
+           if (table["solver"] == "dp_sgd").any() else ""),
         "",
         pivot_markdown(table, "time_mean", "time_std", star=False),
         "",

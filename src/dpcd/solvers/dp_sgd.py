@@ -438,7 +438,9 @@ def _run_together(design, y, n_features, dcode, pcode, pparams, etas, clips, noi
     n_runs = n_steps.shape[0]
     W = np.zeros((n_runs, n_features))
     obj = np.full((n_runs, checkpoints.shape[0] + 1), np.nan)
-    _objectives(*design, y, W, n_runs, dcode, pcode, pparams, obj[:, 0])
+    # every run starts at w = 0: one evaluation serves all
+    _objectives(*design, y, W, 1, dcode, pcode, pparams, obj[:, 0])
+    obj[:, 0] = obj[0, 0]
     rng_sample, rng_noise = spawn_generators(seed, 2)
     noise_key, noise_buf = new_stream(rng_noise)
     args = (*design, y, W, dcode, pcode, pparams, etas, clips, noise_scales, batch_size,
