@@ -271,41 +271,39 @@ def cmd_aggregate(args):
 
 # --- fresh seeds ----------------------------------------------------------------
 def cmd_fresh(args):
-    """Re-run one solver's selected configurations on fresh seeds (a new release)."""
+    """Re-run every solver's selected configurations on fresh seeds (a new
+    release), then the selected-on and fresh numbers side by side, the fresh
+    curves, logged to the parent run."""
     import pandas as pd
 
     from dpcd import solvers
+    from dpcd.report import plot_rel_error
+    from dpcd.report.fresh import chosen_curves, fresh_markdown, fresh_metrics, fresh_table
     from dpcd.sweep.fresh import run_fresh
     from dpcd.sweep.problem import load_problem
     from dpcd.sweep.run import mlflow_runs
-    from dpcd.tracking import log_configurations
-
-    spec = json.loads(args.spec)
-    problem = load_problem(args.data, spec["problem"], args.smoothness)
-    reference = read_json(args.reference)
-    solvers.warmup()
-    w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
-    start = time.perf_counter()
-    runs, records, spec = run_fresh(spec, read_table(args.table), problem,
-                                    reference["objective"], w_star)
-    log.info("%d selected configurations x %d fresh seeds in %.1f s",
-             len(records), spec["seeds"], time.perf_counter() - start)
-    job = f"{spec['experiment']}/{spec['solver']}/fresh"
-    log_configurations(read_json(args.mlflow), job, mlflow_runs(records, spec, problem))
-    atomic_write(args.out, lambda tmp: runs.to_parquet(tmp, index=False))
-
-
-def cmd_fresh_table(args):
-    """Selected-on and fresh numbers side by side, the fresh curves, logged to the parent run."""
-    import pandas as pd
-
-    from dpcd.report import plot_rel_error
-    from dpcd.report.fresh import chosen_curves, fresh_markdown, fresh_metrics, fresh_table
-    from dpcd.tracking import log_experiment_artifacts
+    from dpcd.tracking import log_configurations, log_experiment_artifacts
 
     spec = json.loads(args.spec)
     selected = read_table(args.table)
-    runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
+    problem = load_problem(args.data, next(iter(spec["solvers"].values()))["problem"],
+                           args.smoothness)
+    reference = read_json(args.reference)
+    solvers.warmup()
+    w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
+    info = read_json(args.mlflow)
+    frames = []
+    for solver, solver_spec in sorted(spec["solvers"].items()):
+        start = time.perf_counter()
+        runs, records, run_spec = run_fresh({**solver_spec, "fresh_seeds": spec["fresh_seeds"]},
+                                            selected, problem, reference["objective"], w_star)
+        log.info("%s: %d selected configurations x %d fresh seeds in %.1f s", solver,
+                 len(records), run_spec["seeds"], time.perf_counter() - start)
+        job = f"{args.experiment}/{solver}/fresh"
+        log_configurations(info, job, mlflow_runs(records, run_spec, problem))
+        frames.append(runs)
+    runs = pd.concat(frames, ignore_index=True)
+    atomic_write(args.out, lambda tmp: runs.to_parquet(tmp, index=False))
     table = fresh_table(selected, runs)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
     text = fresh_markdown(table, args.experiment, spec["fresh_seeds"])
@@ -313,7 +311,7 @@ def cmd_fresh_table(args):
     chosen = chosen_curves(selected, spec.get("select_by", "last_objective"))
     atomic_write(args.figure, lambda tmp: plot_rel_error(
         runs, tmp, title=f"{args.experiment} (fresh seeds)", chosen=chosen))
-    log_experiment_artifacts(read_json(args.mlflow), [args.csv, args.md, args.figure],
+    log_experiment_artifacts(info, [args.csv, args.md, args.figure],
                              tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
                              metrics=fresh_metrics(table), artifact_path="fresh")
 
@@ -470,21 +468,17 @@ def register(subparsers):
                    help="histogram of |w*| (DP-GCD Figure 2)")
     p.add_argument("--figure-time", required=True)
 
-    p = add("fresh", cmd_fresh, "re-run one solver's selected configurations on fresh seeds")
-    p.add_argument("--spec", required=True, help="JSON: the solve spec plus fresh_seeds")
+    p = add("fresh", cmd_fresh, "re-run the selected configurations on fresh seeds; "
+            "selected-on and fresh numbers side by side")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--spec", required=True,
+                   help="JSON: solvers (solver -> solve spec), select_by, fresh_seeds")
     p.add_argument("--table", required=True, help="the experiment's selection table (CSV)")
     p.add_argument("--data", required=True)
     p.add_argument("--smoothness", required=True)
     p.add_argument("--reference", required=True)
     p.add_argument("--mlflow", required=True)
-    p.add_argument("--out", required=True)
-
-    p = add("fresh-table", cmd_fresh_table, "selected-on and fresh numbers of one experiment")
-    p.add_argument("--experiment", required=True)
-    p.add_argument("--spec", required=True, help="JSON: select_by, fresh_seeds")
-    p.add_argument("--table", required=True, help="the experiment's selection table (CSV)")
-    p.add_argument("--runs", nargs="+", required=True, help="the fresh jobs' tables")
-    p.add_argument("--mlflow", required=True)
+    p.add_argument("--out", required=True, help="tidy table of the fresh runs (parquet)")
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
     p.add_argument("--figure", required=True)

@@ -69,9 +69,9 @@ def honest(finished_workdir, tmp_path_factory):
 
 def test_only_the_new_jobs_run(honest):
     _, jobs = honest
-    # fresh: exp_a's 3 solvers, exp_b's and exp_b_lam0's one; the new lambda
-    # experiment's own chain; no solve or aggregate job of exp_a / exp_b.
-    assert jobs == {"all": 1, "fresh": 5, "fresh_table": 3, "reference": 1,
+    # fresh: one job each for exp_a (3 solvers), exp_b and exp_b_lam0; the new
+    # lambda experiment's own chain; no solve or aggregate job of exp_a / exp_b.
+    assert jobs == {"all": 1, "fresh": 3, "reference": 1,
                     "mlflow_experiment": 1, "solve": 1, "aggregate": 1,
                     "lambda_table": 1, "summary": 1}
 
@@ -81,7 +81,7 @@ def test_fresh_seeds_never_coincide_with_selection_seeds(honest):
     results = workdir / "results"
     for experiment in ("exp_a", "exp_b", "exp_b_lam0"):
         selection = pd.concat([pd.read_parquet(p) for p in (results / "runs" / experiment).rglob("*.parquet")])
-        fresh = pd.concat([pd.read_parquet(p) for p in (results / "fresh" / experiment).glob("*.parquet")])
+        fresh = pd.read_parquet(results / "fresh" / f"{experiment}.parquet")
         assert fresh["seed"].nunique() == FRESH
         assert not set(fresh["seed"]) & set(selection["seed"])
         # exactly the selected configurations, every one of them
@@ -162,5 +162,5 @@ def test_editing_fresh_seeds_replans_only_the_reevaluation(honest, tmp_path):
         config["report"]["fresh_seeds"] = FRESH + 1
 
     _edit(workdir, edit)
-    assert planned_jobs(workdir) == {"all": 1, "fresh": 5, "fresh_table": 3,
+    assert planned_jobs(workdir) == {"all": 1, "fresh": 3,
                                      "lambda_table": 1, "summary": 1}

@@ -41,7 +41,9 @@ rule aggregate:
 
 
 # Stage 5b: every selected configuration re-run on report.fresh_seeds new seeds
-# (a new private release each), then both numbers side by side.
+# (a new private release each), then both numbers side by side. One job per
+# experiment: a new selection table reruns all its solvers anyway, and each
+# job costs seconds of imports (MLflow's alone is 3 s).
 rule fresh:
     input:
         table="results/tables/{experiment}.csv",
@@ -51,27 +53,7 @@ rule fresh:
         mlflow="results/mlflow/{experiment}.json",
         warmup="results/.numba_cache/warmup.done",
     output:
-        "results/fresh/{experiment}/{solver}.parquet",
-    log:
-        "results/logs/fresh/{experiment}/{solver}.log",
-    benchmark:
-        "results/benchmarks/fresh/{experiment}/{solver}.tsv"
-    conda:
-        "../../envs/dpcd.yaml"
-    params:
-        spec=fresh_params,
-    shell:
-        "dpcd fresh --spec {params.spec:q} --table {input.table}"
-        " --data {input.data} --smoothness {input.smoothness}"
-        " --reference {input.reference} --mlflow {input.mlflow} --out {output} 2> {log}"
-
-
-rule fresh_table:
-    input:
-        table="results/tables/{experiment}.csv",
-        runs=fresh_runs,
-        mlflow="results/mlflow/{experiment}.json",
-    output:
+        runs="results/fresh/{experiment}.parquet",
         csv="results/tables/fresh/{experiment}.csv",
         md="results/tables/fresh/{experiment}.md",
         figure=report(
@@ -80,16 +62,17 @@ rule fresh_table:
             category="Fresh seeds",
         ),
     log:
-        "results/logs/fresh_table/{experiment}.log",
+        "results/logs/fresh/{experiment}.log",
     benchmark:
-        "results/benchmarks/fresh_table/{experiment}.tsv"
+        "results/benchmarks/fresh/{experiment}.tsv"
     conda:
         "../../envs/dpcd.yaml"
     params:
-        spec=fresh_table_params,
+        spec=fresh_params,
     shell:
-        "dpcd fresh-table --experiment {wildcards.experiment} --spec {params.spec:q}"
-        " --table {input.table} --runs {input.runs} --mlflow {input.mlflow}"
+        "dpcd fresh --experiment {wildcards.experiment} --spec {params.spec:q}"
+        " --table {input.table} --data {input.data} --smoothness {input.smoothness}"
+        " --reference {input.reference} --mlflow {input.mlflow} --out {output.runs}"
         " --csv {output.csv} --md {output.md} --figure {output.figure} 2> {log}"
 
 

@@ -169,30 +169,24 @@ def _solve_spec(wildcards):
     return spec
 
 
-# Fresh-seed re-evaluation (aggregate.smk): one job per (experiment, solver).
+# Fresh-seed re-evaluation (aggregate.smk): one job per experiment.
 def fresh_seeds():
     return config["report"]["fresh_seeds"]
 
 
 def fresh_params(wildcards):
-    """The solve spec without its chunking, plus the number of fresh seeds:
-    editing report.fresh_seeds reruns the fresh jobs and what reads them only."""
-    spec = _solve_spec(wildcards)
-    del spec["chunks"]
-    return _json({**spec, "fresh_seeds": fresh_seeds()})
-
-
-def fresh_runs(wildcards):
+    """Each solver's solve spec without its chunking, the selection rule and the
+    number of fresh seeds: editing report.fresh_seeds reruns the fresh jobs and
+    what reads them only."""
     exp = _experiment(wildcards.experiment)
-    return [
-        f"results/fresh/{wildcards.experiment}/{solver}.parquet"
-        for solver in sorted(exp["solvers"])
-    ]
-
-
-def fresh_table_params(wildcards):
-    exp = _experiment(wildcards.experiment)
-    return _json({"select_by": exp["select_by"], "fresh_seeds": fresh_seeds()})
+    specs = {}
+    for solver in sorted(exp["solvers"]):
+        spec = _solve_spec(SimpleNamespace(experiment=wildcards.experiment, solver=solver))
+        del spec["chunks"]
+        specs[solver] = spec
+    return _json(
+        {"solvers": specs, "select_by": exp["select_by"], "fresh_seeds": fresh_seeds()}
+    )
 
 
 def fresh_tables():
