@@ -199,6 +199,53 @@ def test_noise_is_the_documented_stream(p):
     np.testing.assert_array_equal(res.w, w)
 
 
+@pytest.mark.parametrize("penalty, batch_size", [("l1", 1.0), ("l2", 1.0), ("l1", 3.0),
+                                                  ("elastic_net", 2.0)])
+def test_iterates_replay_the_documented_algorithm_bit_for_bit(penalty, batch_size):
+    """The whole update replayed in numpy from the two documented streams:
+    ``w <- prox(w - eta (sum_B clip(grad l_i(w), C) + sigma z_t) / b)``, the sum
+    started at 0. At b = 1 the kernel takes empty batches and one-sample
+    batches by shortcuts that skip that sum; they must give the same bits."""
+    from dpcd.solvers._normal import fill_normals, stream_key
+
+    n, p, gamma, beta, clip, sigma, alpha = 30, 5, 0.4, 3.0, 0.8, 0.7, 0.2
+    X, y = _data(n=n, p=p)
+    X = np.ascontiguousarray(X)
+    datafit, pen = make_problem("squares", penalty, alpha)
+    res = dp_sgd(X, y, datafit, pen, step=gamma, clip=clip, noise_scale=sigma, passes=4,
+                 seed=5, batch_size=batch_size, global_smoothness=beta)
+    T, eta, q = res.n_updates, gamma / beta, batch_size / n
+    sample_seq, noise_seq = np.random.SeedSequence(5).spawn(2)
+    rng_sample, lam = np.random.default_rng(sample_seq), -np.log1p(-q)
+    z = np.empty(T * p + T * p % 2)
+    fill_normals(stream_key(noise_seq), 0, z)
+    shrink, divide = {"l1": (eta * alpha, 1.0), "l2": (0.0, 1.0 + eta * alpha),
+                      "elastic_net": (eta * alpha * 0.5, 1.0 + eta * alpha * 0.5)}[penalty]
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    w = np.zeros(p)
+    pos = int(np.ceil(rng_sample.standard_exponential() / lam)) - 1
+    sizes = []
+    for t in range(T):
+        g = np.zeros(p)
+        batch = []
+        while pos < (t + 1) * n:
+            batch.append(pos - t * n)
+            pos += int(np.ceil(rng_sample.standard_exponential() / lam))
+        sizes.append(len(batch))
+        for i in batch:
+            a = X[i] * w  # the kernel's dot product: four partial sums (j mod 4)
+            pred = (a[0::4].sum() + a[1::4].sum()) + (a[2::4].sum() + a[3::4].sum())
+            d = 2.0 * (pred - y[i])
+            if abs(d) * norms[i] > clip:
+                d *= clip / (abs(d) * norms[i])
+            g = g + d * X[i]
+        x = w - eta * ((g + sigma * z[t * p:(t + 1) * p]) / batch_size)
+        w = (np.maximum(x - shrink, 0.0) + np.minimum(x + shrink, 0.0)) / divide
+    if batch_size == 1.0:
+        assert {0, 1} < set(sizes)  # empty, one-sample and larger batches all occurred
+    np.testing.assert_array_equal(res.w, w)
+
+
 @pytest.mark.parametrize("loss, penalty, sparse, per_call", [
     ("squares", "l1", False, None), ("logistic", "l2", False, None),
     ("logistic", "l2", True, None), ("hinge", "none", False, None),
