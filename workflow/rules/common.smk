@@ -181,7 +181,9 @@ def fresh_params(wildcards):
     exp = _experiment(wildcards.experiment)
     specs = {}
     for solver in sorted(exp["solvers"]):
-        spec = _solve_spec(SimpleNamespace(experiment=wildcards.experiment, solver=solver))
+        spec = _solve_spec(
+            SimpleNamespace(experiment=wildcards.experiment, solver=solver)
+        )
         del spec["chunks"]
         specs[solver] = spec
     return _json(
