@@ -250,12 +250,16 @@ def test_iterates_replay_the_documented_algorithm_bit_for_bit(penalty, batch_siz
     ("squares", "l1", False, None), ("logistic", "l2", False, None),
     ("logistic", "l2", True, None), ("hinge", "none", False, None),
     ("squares", "elastic_net", True, None), ("logistic", "l2", False, 3)])
-def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_call, monkeypatch):
+@pytest.mark.parametrize("inner", [False, True], ids=["runs_outer", "runs_inner"])
+def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_call, inner,
+                                                  monkeypatch):
     """dp_sgd_many shares the batches and normals of one seed among its runs:
     each run must be exactly dp_sgd's run with its own settings, whatever its
     neighbours (lengths, fractional passes, inf clipping, no noise), its
     position, the number of runs (odd) and how many a kernel call takes
-    (``per_call``: 7 runs in calls of 3, 3 and 1)."""
+    (``per_call``: 7 runs in calls of 3, 3 and 1), with either kernel
+    (``inner``: the runs-inner kernel takes every call, even of one run; the
+    run alone always takes the runs-outer one)."""
     import scipy.sparse as sp
 
     import importlib
@@ -265,6 +269,8 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
     module = importlib.import_module("dpcd.solvers.dp_sgd")  # the name is the function's
     if per_call is not None:
         monkeypatch.setattr(module, "_CALL_ENTRIES", per_call * 7)
+    # the switch is read per call: dp_sgd alone below takes the runs-outer kernel
+    monkeypatch.setattr(module, "_INNER_MIN_RUNS", 1 if inner else 10**9)
 
     X, y = _data(n=60, p=7, logistic=loss != "squares")
     if sparse:
@@ -281,6 +287,7 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
     assert len(many) == 7
     assert sorted(r.extra["runs_in_call"] for r in many) == (
         [7] * 7 if per_call is None else [1, 3, 3, 3, 3, 3, 3])
+    monkeypatch.setattr(module, "_INNER_MIN_RUNS", 10**9)
     for k, got in enumerate(many):
         alone = dp_sgd(X, y, datafit, pen, step=steps[k], clip=clips[k],
                        noise_scale=scales[k], passes=passes[k], **kw)
@@ -289,6 +296,7 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
         np.testing.assert_array_equal(got.passes_done, alone.passes_done)
         assert got.n_updates == alone.n_updates
     # a different seed changes every run that moved (L1 can keep w at 0)
+    monkeypatch.setattr(module, "_INNER_MIN_RUNS", 1 if inner else 10**9)
     other = dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
                         passes=passes, **{**kw, "seed": 5})
     moved = [(a, b) for a, b in zip(many, other) if np.any(a.w != 0)]

@@ -152,6 +152,41 @@ def _prefetch_row(X, y, row_norms, inclusions, i):
     prefetch(inclusions, i)
 
 
+@njit(inline="always")
+def _next_trial(full, lam, rng_sample, last):
+    """Global index (step-major) of the selected trial after ``last``: the
+    next one when every sample is selected, else ``last`` + a Geometric(q) gap."""
+    if full:
+        return last + 1
+    return last + int(np.ceil(rng_sample.standard_exponential() / lam))
+
+
+@njit(inline="always")
+def _first_trials(sparse, X, y, row_norms, inclusions, full, lam, rng_sample, ahead):
+    """Fill ``ahead`` with the first ``_AHEAD`` selected trials (their rows
+    prefetched); returns the last of them."""
+    last = -1
+    for a in range(_AHEAD):
+        last = _next_trial(full, lam, rng_sample, last)
+        ahead[a] = last
+        if not sparse:
+            _prefetch_row(X, y, row_norms, inclusions, last % y.shape[0])
+    return last
+
+
+@njit(inline="always")
+def _advance(sparse, X, y, row_norms, inclusions, full, lam, rng_sample, ahead, head, last):
+    """The trial at ``ahead[head]`` is used: draw the one ``_AHEAD`` later in
+    its slot (prefetching its row); returns ``(last, head, pos)`` with ``pos``
+    the next trial to process."""
+    last = _next_trial(full, lam, rng_sample, last)
+    ahead[head] = last
+    if not sparse:
+        _prefetch_row(X, y, row_norms, inclusions, last % y.shape[0])
+    head = (head + 1) & (_AHEAD - 1)
+    return last, head, ahead[head]
+
+
 @njit(cache=True, error_model="numpy")
 def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
                    penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
@@ -230,12 +265,7 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
     lam = 0.0 if full else -np.log1p(-q)
     # global indices of the next _AHEAD selected (step, sample) trials, in order
     ahead = np.empty(_AHEAD, dtype=np.int64)
-    last = -1
-    for a in range(_AHEAD):
-        last += 1 if full else int(np.ceil(rng_sample.standard_exponential() / lam))
-        ahead[a] = last
-        if not sparse:
-            _prefetch_row(X, y, row_norms, inclusions, last % n_samples)
+    last = _first_trials(sparse, X, y, row_norms, inclusions, full, lam, rng_sample, ahead)
     head = 0
     pos = ahead[0]
     c = 0
@@ -289,12 +319,8 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
                     else:
                         for j in range(n_features):
                             g[j] += d * X[i, j]
-                last += 1 if full else int(np.ceil(rng_sample.standard_exponential() / lam))
-                ahead[head] = last
-                if not sparse:
-                    _prefetch_row(X, y, row_norms, inclusions, last % n_samples)
-                head = (head + 1) & (_AHEAD - 1)
-                pos = ahead[head]
+                last, head, pos = _advance(sparse, X, y, row_norms, inclusions, full, lam,
+                                           rng_sample, ahead, head, last)
             # the sum plus N(0, sigma^2 I): O(n_features K)
             for k in range(active):
                 scale, g = noise_scales[k], grad[k]
@@ -302,16 +328,158 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
                     g[j] = g[j] + scale * noise[j]
                 _prox_update(W[k], g, steps[k], penalty_code, penalty_params, batch_size)
         if one:
-            last += 1 if full else int(np.ceil(rng_sample.standard_exponential() / lam))
-            ahead[head] = last
-            _prefetch_row(X, y, row_norms, inclusions, last % n_samples)
-            head = (head + 1) & (_AHEAD - 1)
-            pos = ahead[head]
+            last, head, pos = _advance(sparse, X, y, row_norms, inclusions, full, lam,
+                                       rng_sample, ahead, head, last)
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             _objectives(sparse, X, data, indices, indptr, y, W, active, datafit_code,
                         penalty_code, penalty_params, obj[:, 1 + c])
             c += 1
 
+
+
+# The kernel above keeps each run's iterate contiguous (runs outer): the fastest
+# for a run alone. For many runs the one below stores the iterates transposed,
+# (n_features, K), and loops over the runs innermost, so that the K dot
+# products, clips and prox updates of a step vectorise across runs; each run's
+# arithmetic is the same, in the same order (same bits, tested).
+# bench/bench_dp_sgd_many.py, K = 50, ns per run-step, runs outer -> inner in
+# the same run: 93 -> 22 (california shape), 114 -> 40 (electricity), 1 660 ->
+# 1 549 (1000 x 1000). For one run it is 10 % (8 features) to 2x (1000
+# features) slower, hence the switch at _INNER_MIN_RUNS.
+
+
+@njit(inline="always", error_model="numpy")
+def _predict_runs(sparse, X, data, indices, indptr, i, WT, active, acc, pred):
+    """``pred[k] = x_i . WT[:, k]`` for the first ``active`` runs, each in the
+    order of :func:`_predict` (four partial sums j mod 4 when dense, one sum in
+    storage order when sparse); ``acc`` is a (4, K) work buffer."""
+    if sparse:
+        for k in range(active):
+            pred[k] = 0.0
+        for s in range(indptr[i], indptr[i + 1]):
+            x, w = data[s], WT[indices[s]]
+            for k in range(active):
+                pred[k] += x * w[k]
+        return
+    n_features = WT.shape[0]
+    a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+    for k in range(active):
+        a0[k] = a1[k] = a2[k] = a3[k] = 0.0
+    stop = n_features - n_features % 4
+    for j in range(0, stop, 4):
+        x0, x1, x2, x3 = X[i, j], X[i, j + 1], X[i, j + 2], X[i, j + 3]
+        w0, w1, w2, w3 = WT[j], WT[j + 1], WT[j + 2], WT[j + 3]
+        for k in range(active):
+            a0[k] += x0 * w0[k]
+            a1[k] += x1 * w1[k]
+            a2[k] += x2 * w2[k]
+            a3[k] += x3 * w3[k]
+    for j in range(stop, n_features):
+        x0, w0 = X[i, j], WT[j]
+        for k in range(active):
+            a0[k] += x0 * w0[k]
+    for k in range(active):
+        pred[k] = (a0[k] + a1[k]) + (a2[k] + a3[k])
+
+
+@njit(inline="always", error_model="numpy")
+def _prox_step(w, v, eta, shrink, divide, batch_size, plain):
+    """``prox(w - eta v / b)`` for one coordinate of one run: :func:`_prox_update`'s
+    arithmetic, ``plain`` when both of its divisions are by 1."""
+    if plain:
+        x = w - eta * v
+        return max(x - shrink, 0.0) + min(x + shrink, 0.0)
+    x = w - eta * (v / batch_size)
+    return (max(x - shrink, 0.0) + min(x + shrink, 0.0)) / divide
+
+
+@njit(cache=True, error_model="numpy")
+def _dp_sgd_kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code,
+                              penalty_code, penalty_params, steps, clips, noise_scales,
+                              batch_size, row_norms, q, n_steps, rng_sample, noise_key,
+                              noise_buf, G, noise, inclusions, checkpoints, obj):
+    """:func:`_dp_sgd_kernel` on transposed iterates ``WT``, shape (n_features, K),
+    and gradient sums ``G`` of the same shape: the same draws, the same
+    arithmetic per run, the loops over runs innermost. Other parameters are
+    those of :func:`_dp_sgd_kernel`."""
+    n_samples = y.shape[0]
+    n_features, n_runs = WT.shape
+    shrink, divide = np.empty(n_runs), np.empty(n_runs)
+    plain = batch_size == 1.0
+    for k in range(n_runs):
+        shrink[k], divide[k] = _prox_form(penalty_code, penalty_params, steps[k])
+        plain = plain and divide[k] == 1.0
+    acc = np.empty((4, n_runs))
+    pred, d = np.empty(n_runs), np.empty(n_runs)
+    full = q >= 1.0
+    lam = 0.0 if full else -np.log1p(-q)
+    ahead = np.empty(_AHEAD, dtype=np.int64)
+    last = _first_trials(sparse, X, y, row_norms, inclusions, full, lam, rng_sample, ahead)
+    head = 0
+    pos = ahead[0]
+    c = 0
+    active = n_steps.shape[0]
+    noise_start = -noise_buf.shape[0]
+    total = n_steps[0] if active > 0 else 0
+    for t in range(total):
+        while n_steps[active - 1] <= t:
+            active -= 1
+        first = t * n_samples
+        noise_start = take_normals(noise_key, noise_buf, noise_start, t * n_features, noise)
+        one = not sparse and pos < first + n_samples <= ahead[(head + 1) & (_AHEAD - 1)]
+        if pos >= first + n_samples:  # an empty batch: the noise alone
+            for j in range(n_features):
+                w, z = WT[j], noise[j]
+                for k in range(active):
+                    w[k] = _prox_step(w[k], noise_scales[k] * z, steps[k], shrink[k],
+                                      divide[k], batch_size, plain)
+        elif one:  # one sample: its clipped gradient straight into the update
+            i = pos - first
+            inclusions[i] += 1
+            _predict_runs(sparse, X, data, indices, indptr, i, WT, active, acc, pred)
+            for k in range(active):
+                d[k] = _clipped_derivative(datafit_code, y[i], pred[k], row_norms[i], clips[k])
+            for j in range(n_features):
+                w, x, z = WT[j], X[i, j], noise[j]
+                for k in range(active):
+                    w[k] = _prox_step(w[k], d[k] * x + noise_scales[k] * z, steps[k],
+                                      shrink[k], divide[k], batch_size, plain)
+        else:
+            for j in range(n_features):
+                for k in range(active):
+                    G[j, k] = 0.0
+            while pos < first + n_samples:
+                i = pos - first
+                inclusions[i] += 1
+                _predict_runs(sparse, X, data, indices, indptr, i, WT, active, acc, pred)
+                for k in range(active):
+                    d[k] = _clipped_derivative(datafit_code, y[i], pred[k], row_norms[i],
+                                               clips[k])
+                if sparse:
+                    for s in range(indptr[i], indptr[i + 1]):
+                        g, x = G[indices[s]], data[s]
+                        for k in range(active):
+                            g[k] += d[k] * x
+                else:
+                    for j in range(n_features):
+                        g, x = G[j], X[i, j]
+                        for k in range(active):
+                            g[k] += d[k] * x
+                last, head, pos = _advance(sparse, X, y, row_norms, inclusions, full, lam,
+                                           rng_sample, ahead, head, last)
+            for j in range(n_features):
+                w, g, z = WT[j], G[j], noise[j]
+                for k in range(active):
+                    w[k] = _prox_step(w[k], g[k] + noise_scales[k] * z, steps[k], shrink[k],
+                                      divide[k], batch_size, plain)
+        if one:
+            last, head, pos = _advance(sparse, X, y, row_norms, inclusions, full, lam,
+                                       rng_sample, ahead, head, last)
+        while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
+            _objectives(sparse, X, data, indices, indptr, y,
+                        np.ascontiguousarray(WT[:, :active].T), active, datafit_code,
+                        penalty_code, penalty_params, obj[:, 1 + c])
+            c += 1
 
 def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
            batch_size=1, global_smoothness=None, check_input=True):
@@ -473,6 +641,10 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
 # iterate entries (runs x features) per kernel call: 256 KB of iterates and
 # as much of gradient sums, within a 512 KB L2
 _CALL_ENTRIES = 1 << 15
+# calls with at least this many runs take the runs-inner kernel (same bits):
+# from 16 runs it is as fast or faster on every shape measured (parity at 1000
+# dense features, 2.8-4x at 8)
+_INNER_MIN_RUNS = 16
 
 
 def _run_together(design, y, n_features, dcode, pcode, pparams, etas, clips, noise_scales,
@@ -480,21 +652,24 @@ def _run_together(design, y, n_features, dcode, pcode, pparams, etas, clips, noi
     """One kernel call on runs sorted by decreasing ``n_steps``; returns the
     iterates, objectives, inclusion counts and the kernel's seconds."""
     n_runs = n_steps.shape[0]
-    W = np.zeros((n_runs, n_features))
     obj = np.full((n_runs, checkpoints.shape[0] + 1), np.nan)
     # every run starts at w = 0: one evaluation serves all
-    _objectives(*design, y, W, 1, dcode, pcode, pparams, obj[:, 0])
+    _objectives(*design, y, np.zeros((1, n_features)), 1, dcode, pcode, pparams, obj[:, 0])
     obj[:, 0] = obj[0, 0]
     rng_sample, rng_noise = spawn_generators(seed, 2)
     noise_key, noise_buf = new_stream(rng_noise)
+    inner = n_runs >= _INNER_MIN_RUNS
+    kernel = _dp_sgd_kernel_runs_inner if inner else _dp_sgd_kernel
+    shape = (n_features, n_runs) if inner else (n_runs, n_features)
+    W = np.zeros(shape)
     args = (*design, y, W, dcode, pcode, pparams, etas, clips, noise_scales, batch_size,
             row_norms, q)
-    work = (np.zeros((n_runs, n_features)), np.empty(n_features),
-            np.zeros(y.shape[0], dtype=np.int64))
+    work = (np.zeros(shape), np.empty(n_features), np.zeros(y.shape[0], dtype=np.int64))
     # compile (or load from cache) before the timer: a zero-step call
-    _dp_sgd_kernel(*args, np.zeros(n_runs, np.int64), np.random.default_rng(0), noise_key,
-                   noise_buf, *work, checkpoints, obj)
+    kernel(*args, np.zeros(n_runs, np.int64), np.random.default_rng(0), noise_key, noise_buf,
+           *work, checkpoints, obj)
     # the timer covers the whole algorithm: sampling, noise and updates
     t0 = time.perf_counter()
-    _dp_sgd_kernel(*args, n_steps, rng_sample, noise_key, noise_buf, *work, checkpoints, obj)
-    return W, obj, work[2], time.perf_counter() - t0
+    kernel(*args, n_steps, rng_sample, noise_key, noise_buf, *work, checkpoints, obj)
+    elapsed = time.perf_counter() - t0
+    return (W.T if inner else W), obj, work[2], elapsed
