@@ -130,6 +130,13 @@ def test_warmup_runs():
 
     # each solver module adds its kernels; these are the ones DP-SGD relies on
     assert {"dp_cd", "dp_sgd", "reference_solve"} <= set(warmup())
+    # both DP-SGD kernels (a sweep's calls of many runs take the runs-inner one:
+    # a solve job must not compile it beside another)
+    import importlib
+
+    module = importlib.import_module("dpcd.solvers.dp_sgd")
+    for kernel in (module._dp_sgd_kernel, module._dp_sgd_kernel_runs_inner):
+        assert kernel.signatures
 
 
 @pytest.mark.parametrize("passes", [0.01, 1.5, 3.0])

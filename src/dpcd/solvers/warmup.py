@@ -20,7 +20,7 @@ def warmup():
     from dpcd.solvers.dp_cd import dp_cd
     from dpcd.solvers.dp_gcd import dp_gcd
     from dpcd.solvers.dp_scd import dp_scd, scd
-    from dpcd.solvers.dp_sgd import dp_sgd
+    from dpcd.solvers.dp_sgd import _INNER_MIN_RUNS, dp_sgd, dp_sgd_many
     from dpcd.solvers.reference import reference_solve
 
     rng = np.random.default_rng(0)
@@ -38,6 +38,9 @@ def warmup():
         for design in (X, sp.csr_matrix(X)):  # dense and sparse (CSR) DP-SGD
             dp_sgd(design, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
                    passes=1, seed=0)
+            # a sweep's calls of many runs take the runs-inner kernel
+            dp_sgd_many(design, y, datafit, penalty, steps=[0.1] * _INNER_MIN_RUNS,
+                        clips=1.0, noise_scales=0.1, passes=1, seed=0)
         reference_solve(X, y, datafit, penalty, max_iter=10)
         for design in (X, sp.csc_matrix(X)):  # dense and sparse CSC kernels
             dp_gcd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
