@@ -162,16 +162,22 @@ def _next_trial(full, lam, rng_sample, last):
 
 
 @njit(inline="always")
-def _first_trials(sparse, X, y, row_norms, inclusions, full, lam, rng_sample, ahead):
-    """Fill ``ahead`` with the first ``_AHEAD`` selected trials (their rows
-    prefetched); returns the last of them."""
+def _first_trials(sparse, X, y, row_norms, inclusions, q, rng_sample):
+    """Start the sampling: the first ``_AHEAD`` selected trials (their rows
+    prefetched). Returns ``(full, lam, ahead, last, head, pos)``: every sample
+    selected or not, the Geometric gaps' rate, the global indices of the next
+    selected (step, sample) trials in order, the last of them, the slot of the
+    next one and the next one itself."""
+    full = q >= 1.0
+    lam = 0.0 if full else -np.log1p(-q)
+    ahead = np.empty(_AHEAD, dtype=np.int64)
     last = -1
     for a in range(_AHEAD):
         last = _next_trial(full, lam, rng_sample, last)
         ahead[a] = last
         if not sparse:
             _prefetch_row(X, y, row_norms, inclusions, last % y.shape[0])
-    return last
+    return full, lam, ahead, last, 0, ahead[0]
 
 
 @njit(inline="always")
@@ -261,13 +267,8 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
     """
     n_samples = y.shape[0]
     n_features = W.shape[1]
-    full = q >= 1.0
-    lam = 0.0 if full else -np.log1p(-q)
-    # global indices of the next _AHEAD selected (step, sample) trials, in order
-    ahead = np.empty(_AHEAD, dtype=np.int64)
-    last = _first_trials(sparse, X, y, row_norms, inclusions, full, lam, rng_sample, ahead)
-    head = 0
-    pos = ahead[0]
+    full, lam, ahead, last, head, pos = _first_trials(sparse, X, y, row_norms, inclusions, q,
+                                                      rng_sample)
     c = 0
     active = n_steps.shape[0]
     noise_start = -noise_buf.shape[0]  # the buffer starts empty
@@ -411,12 +412,8 @@ def _dp_sgd_kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_c
         plain = plain and divide[k] == 1.0
     acc = np.empty((4, n_runs))
     pred, d = np.empty(n_runs), np.empty(n_runs)
-    full = q >= 1.0
-    lam = 0.0 if full else -np.log1p(-q)
-    ahead = np.empty(_AHEAD, dtype=np.int64)
-    last = _first_trials(sparse, X, y, row_norms, inclusions, full, lam, rng_sample, ahead)
-    head = 0
-    pos = ahead[0]
+    full, lam, ahead, last, head, pos = _first_trials(sparse, X, y, row_norms, inclusions, q,
+                                                      rng_sample)
     c = 0
     active = n_steps.shape[0]
     noise_start = -noise_buf.shape[0]
