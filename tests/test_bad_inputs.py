@@ -313,7 +313,6 @@ def stage(tmp_path_factory):
              "--out", "results/smoothness.json"],
             ["reference", "--data", "results/data/d.npz", "--problem", json.dumps(problem),
              "--out", "results/reference.json"],
-            ["track", "--experiment", "bad/e", "--out", "results/mlflow.json"],
         ):
             assert main(argv) == 0, argv
     finally:
@@ -364,8 +363,8 @@ def test_bad_solve_spec(stage, monkeypatch, capsys, case):
     rc = main(["solve", "--spec", json.dumps(edit(copy.deepcopy(spec))),
                "--chunk", "3" if case == "chunk-outside" else "0",
                "--data", "results/data/d.npz", "--smoothness", "results/smoothness.json",
-               "--reference", "results/reference.json", "--mlflow", "results/mlflow.json",
-               "--out", str(out)])
+               "--reference", "results/reference.json",
+               "--mlflow-runs", str(out.with_suffix(".mlflow.jsonl.gz")), "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2, err
     for word in words:

@@ -124,5 +124,9 @@ def test_solve_overhead_sums_ledgers_and_reports_the_kernel_share():
     assert table.set_index("solver").loc["dp_cd", "kernels"] == 40.0
     assert table.attrs["kernel_share"] == pytest.approx(86.0 / 100.0)
     text = overhead_markdown(table)
-    assert "Kernels 86.0 % of solve time" in text
+    assert "Kernels 86.0 % of solve time" in text and "ingested" not in text
+    ingests = [{"runs": 40, "jobs": 2, "skipped_jobs": 1, "seconds": 1.2},
+               {"runs": 10, "jobs": 1, "skipped_jobs": 0, "seconds": 0.9}]
+    text = overhead_markdown(table, ingests)
+    assert "MLflow runs: 50 runs of 3 jobs in 2 s, outside solve time (1 jobs" in text
     assert overhead_markdown(solve_overhead([])) == ""

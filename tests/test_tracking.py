@@ -1,12 +1,20 @@
 """MLflow layout and idempotence, against a real SQLite store in a temp dir."""
 
+import gzip
 import shutil
 import sqlite3
 
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from dpcd.tracking import log_configurations, log_experiment_artifacts, setup_experiment
+from dpcd.sweep.run import read_mlflow_runs, write_mlflow_runs
+from dpcd.tracking import (
+    ingested_jobs,
+    log_configurations,
+    log_experiment_artifacts,
+    setup_experiment,
+)
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +156,63 @@ def test_aggregation_artifacts_go_to_the_parent(store, tmp_path):
     assert parent.info.status == "FINISHED"
     assert parent.data.metrics["best"] == 0.1
     assert [a.path for a in store.list_artifacts(info["parent_run_id"])] == ["demo.csv"]
+
+
+def _numpy_run(name):
+    """A run as mlflow_runs builds it: numpy scalars, tuples, NaN."""
+    run = _run(name, 1.0)
+    run["params"].update(clip=np.float64(0.1), passes=np.int64(5), fast=np.bool_(True))
+    run["metrics"] += [("time_mean", np.float64(0.25), 0), ("nan", np.float64("nan"), 0)]
+    run["start_time"], run["end_time"] = 1_700_000_000_000, 1_700_000_000_500
+    return run
+
+
+def test_runs_read_back_from_their_file_log_what_the_runs_log(store, tmp_path):
+    """A solve job writes its runs to a file, the aggregate job logs them from
+    it: the MLflow runs are those the job would have logged itself."""
+    info = setup_experiment("dpcd/demo")
+    runs = [_numpy_run("a"), _numpy_run("b")]
+    path = tmp_path / "chunk0.mlflow.jsonl.gz"
+    write_mlflow_runs(path, "demo/dp_cd/chunk0", runs)
+    job, read = read_mlflow_runs(path)
+    assert job == "demo/dp_cd/chunk0"
+    direct = log_configurations(info, "demo/direct/chunk0", runs)
+    from_file = log_configurations(info, "demo/file/chunk0", read)
+    for a, b in zip(direct, from_file):
+        a, b = _as_logged(store, a), _as_logged(store, b)
+        assert a[4].pop("dpcd.job") == "demo/direct/chunk0"
+        assert b[4].pop("dpcd.job") == "demo/file/chunk0"
+        for x, y in zip(a, b):
+            assert x == y or (x != x and y != y) or str(x) == str(y)
+    assert store.get_run(from_file[0]).data.params["clip"] == "0.1"
+    assert store.get_run(from_file[0]).info.end_time == 1_700_000_000_500
+
+
+@pytest.mark.parametrize("cut", [10, -5], ids=["header-only", "last-line-cut"])
+def test_a_runs_file_that_is_not_whole_is_refused_naming_it(tmp_path, cut):
+    path = tmp_path / "chunk0.mlflow.jsonl.gz"
+    write_mlflow_runs(path, "demo/dp_cd/chunk0", [_run("a", 1.0), _run("b", 2.0)])
+    with gzip.open(path, "rt") as fh:
+        lines = fh.read().splitlines(keepends=True)
+    text = "".join(lines[:1]) if cut == 10 else "".join(lines)[:cut]
+    with gzip.open(path, "wt") as fh:
+        fh.write(text)
+    with pytest.raises(ValueError, match="chunk0.mlflow.jsonl.gz"):
+        read_mlflow_runs(path)
+
+
+def test_ingested_jobs_are_tagged_on_the_parent_once_all_their_runs_are_in(store):
+    info = setup_experiment("dpcd/demo")
+    assert ingested_jobs(info) == {}
+    ids = log_configurations(info, "demo/dp_cd/chunk0", [_run("a", 1.0)], result_sha="ab12")
+    log_configurations(info, "demo/dp_cd/chunk1", [_run("b", 1.0)])  # not from a file
+    assert ingested_jobs(info) == {"demo/dp_cd/chunk0": "ab12"}
+    assert store.get_run(ids[0]).data.tags["result.sha"] == "ab12"
+    # a failed ingestion (the job's earlier runs already deleted) leaves no tag
+    bad = _run("bad", 1.0)
+    bad["params"] = {"bad|key": 1}
+    with pytest.raises(Exception, match="bad"):
+        log_configurations(info, "demo/dp_cd/chunk0", [bad], result_sha="cd34")
+    assert ingested_jobs(info) == {}
+    log_configurations(info, "demo/dp_cd/chunk0", [_run("a", 1.0)], result_sha="cd34")
+    assert ingested_jobs(info) == {"demo/dp_cd/chunk0": "cd34"}

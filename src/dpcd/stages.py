@@ -5,6 +5,7 @@ params, call the package, write the rule's outputs atomically (a failed job
 leaves nothing Snakemake could take as done).
 """
 
+import hashlib
 import json
 import logging
 import os
@@ -161,32 +162,21 @@ def _reference_nonsmooth(X, y, datafit, penalty, tol):
     return result
 
 
-# --- tracking -----------------------------------------------------------------
-def cmd_track(args):
-    """Create (or find) the MLflow experiment and its parent run."""
-    from dpcd.tracking import setup_experiment
-
-    info = setup_experiment(args.experiment)
-    log.info("MLflow experiment %s at %s; runs table with error and budget: "
-             "<ui>/#/experiments/%s/runs?workflowType=machine_learning&viewStateShareKey=dpcd",
-             info["experiment_id"], info["tracking_uri"], info["experiment_id"])
-    write_json(args.out, info)
-
-
 # --- solve --------------------------------------------------------------------
 def cmd_solve(args):
-    """Run one chunk of one solver's sweep, log it to MLflow, write its table.
+    """Run one chunk of one solver's sweep; write its table and its MLflow runs
+    (which the experiment's aggregate job ingests).
 
     Beside the table it writes the job's overhead ledger: how its wall time
-    split between loading, calibration, JIT, the solver kernels, MLflow and
-    the rest (tidy tables, ledgers, Python around the runs).
+    split between loading, calibration, JIT, the solver kernels, MLflow (the
+    runs built and written) and the rest (tidy tables, ledgers, Python around
+    the runs).
     """
     from dpcd import solvers
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
     from dpcd.sweep.problem import load_problem
-    from dpcd.sweep.run import mlflow_runs
-    from dpcd.tracking import log_configurations
+    from dpcd.sweep.run import mlflow_runs, write_mlflow_runs
 
     wall = time.perf_counter()
     spec = json.loads(args.spec)
@@ -207,12 +197,11 @@ def cmd_solve(args):
     log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
     split["calibration"] = cache.STATS["seconds"] - calibration0
     split["kernels"] = float(sum(record.time.sum() for record in records))
-    info = read_json(args.mlflow)
     job = f"{spec['experiment']}/{spec['solver']}/chunk{args.chunk}"
     start = time.perf_counter()
-    log_configurations(info, job, mlflow_runs(records, spec, problem))
+    write_mlflow_runs(args.mlflow_runs, job, mlflow_runs(records, spec, problem))
     split["mlflow"] = time.perf_counter() - start
-    log.info("logged %d runs to MLflow in %.1f s", len(records), split["mlflow"])
+    log.info("wrote %d MLflow runs in %.1f s", len(records), split["mlflow"])
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
     split["wall"] = time.perf_counter() - wall
     split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")
@@ -225,14 +214,19 @@ def cmd_solve(args):
 
 # --- aggregate ----------------------------------------------------------------
 def cmd_aggregate(args):
-    """Tables and figures of one experiment, logged to its parent run."""
+    """Tables and figures of one experiment; its MLflow experiment, the solve
+    jobs' runs ingested (those not in the store already), tables and figures
+    logged to its parent run."""
     import pandas as pd
 
     from dpcd.report import (
         markdown_table, plot_rel_error, plot_solution_histogram, quasi_sparsity_alpha,
         summary_table,
     )
-    from dpcd.tracking import log_experiment_artifacts
+    from dpcd.sweep.run import read_mlflow_runs
+    from dpcd.tracking import (
+        ingested_jobs, log_configurations, log_experiment_artifacts, setup_experiment,
+    )
 
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
     if runs.empty:
@@ -261,12 +255,30 @@ def cmd_aggregate(args):
     # DP-GCD Figure 2 / Table 3: sparsity of the non-private solution.
     metrics["w_star_nnz"] = int(np.count_nonzero(w_star))
     metrics["w_star_alpha_5"] = quasi_sparsity_alpha(w_star, 5)
-    info = read_json(args.mlflow)
+    start = time.perf_counter()
+    info = setup_experiment(args.mlflow_experiment)
+    done, ingest = ingested_jobs(info), {"jobs": 0, "runs": 0, "skipped_jobs": 0}
+    for path in args.mlflow_runs:
+        sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        job, runs = read_mlflow_runs(path)
+        if done.get(job) == sha:  # a rerun of the aggregation only
+            ingest["skipped_jobs"] += 1
+            continue
+        log_configurations(info, job, runs, result_sha=sha)
+        ingest["jobs"] += 1
+        ingest["runs"] += len(runs)
+    ingest["seconds"] = time.perf_counter() - start
+    log.info("MLflow: %d runs of %d jobs ingested in %.1f s (%d jobs already in)",
+             ingest["runs"], ingest["jobs"], ingest["seconds"], ingest["skipped_jobs"])
+    log.info("MLflow experiment %s at %s; runs table with error and budget: "
+             "<ui>/#/experiments/%s/runs?workflowType=machine_learning&viewStateShareKey=dpcd",
+             info["experiment_id"], info["tracking_uri"], info["experiment_id"])
     log_experiment_artifacts(
         info, [args.csv, args.md, args.figure_passes, args.figure_time, args.figure_solution],
         tags={"privacy.nonprivate_inputs": ",".join(sorted(nonprivate))},
         metrics=metrics,
     )
+    write_json(args.mlflow, {**info, "ingest": ingest})
 
 
 # --- fresh seeds ----------------------------------------------------------------
@@ -351,7 +363,8 @@ def cmd_summary(args):
     text = summary_markdown(table) + fresh_summary_markdown(table)
     if args.lambda_table:
         text += lambda_summary_markdown(pd.read_csv(args.lambda_table))
-    text += overhead_markdown(overhead)
+    ingests = [read_json(path)["ingest"] for path in args.ingests or []]
+    text += overhead_markdown(overhead, ingests)
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     metrics = {}
     if published is not None:
@@ -365,6 +378,8 @@ def cmd_summary(args):
             metrics["fresh_over_selected_rel_error_median"] = float(ratio.median())
     if not overhead.empty:
         metrics["kernel_share_of_solve_time"] = float(overhead.attrs["kernel_share"])
+    if ingests:
+        metrics["mlflow_ingest_seconds"] = sum(i["seconds"] for i in ingests)
     log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
                              metrics=metrics)
 
@@ -440,27 +455,29 @@ def register(subparsers):
     p.add_argument("--tol", type=float, default=1e-10)
     p.add_argument("--out", required=True)
 
-    p = add("track", cmd_track, "create the MLflow experiment and its parent run")
-    p.add_argument("--experiment", required=True)
-    p.add_argument("--out", required=True)
-
-    p = add("solve", cmd_solve, "run one chunk of a solver sweep and log it to MLflow")
+    p = add("solve", cmd_solve, "run one chunk of a solver sweep; its table and MLflow runs")
     p.add_argument("--spec", required=True, help="JSON written by the solve rule")
     p.add_argument("--chunk", type=int, required=True)
     p.add_argument("--data", required=True)
     p.add_argument("--smoothness", required=True)
     p.add_argument("--private-smoothness", default="")
     p.add_argument("--reference", required=True)
-    p.add_argument("--mlflow", required=True)
+    p.add_argument("--mlflow-runs", required=True,
+                   help="where the job's MLflow runs go (gzipped JSON lines)")
     p.add_argument("--out", required=True)
     p.add_argument("--timing", help="JSON: where the job's overhead ledger goes (optional)")
 
-    p = add("aggregate", cmd_aggregate, "tables and figures of one experiment")
+    p = add("aggregate", cmd_aggregate,
+            "tables and figures of one experiment; its solve jobs' runs into MLflow")
     p.add_argument("--experiment", required=True)
     p.add_argument("--spec", required=True)
     p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--mlflow-runs", nargs="+", required=True,
+                   help="the solve jobs' MLflow runs files")
+    p.add_argument("--mlflow-experiment", required=True, help="MLflow experiment name")
     p.add_argument("--reference", required=True)
-    p.add_argument("--mlflow", required=True)
+    p.add_argument("--mlflow", required=True,
+                   help="JSON out: the MLflow experiment, parent run and ingestion")
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
     p.add_argument("--figure-passes", required=True)
@@ -488,6 +505,8 @@ def register(subparsers):
     p.add_argument("--tables", nargs="+", required=True, help="each experiment's table CSV")
     p.add_argument("--published", help="CSV of published cells to compare with")
     p.add_argument("--timings", nargs="*", help="the solve jobs' overhead ledgers (JSON)")
+    p.add_argument("--ingests", nargs="*",
+                   help="results/mlflow/<experiment>.json: the runs' MLflow ingestion")
     p.add_argument("--fresh-tables", nargs="*",
                    help="results/tables/fresh/<experiment>.csv: numbers on fresh seeds")
     p.add_argument("--lambda-table", help="CSV of dpcd lambda-table (regularisation sensitivity)")

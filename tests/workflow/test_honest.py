@@ -72,7 +72,7 @@ def test_only_the_new_jobs_run(honest):
     # fresh: one job each for exp_a (3 solvers), exp_b and exp_b_lam0; the new
     # lambda experiment's own chain; no solve or aggregate job of exp_a / exp_b.
     assert jobs == {"all": 1, "fresh": 3, "reference": 1,
-                    "mlflow_experiment": 1, "solve": 1, "aggregate": 1,
+                    "solve": 1, "aggregate": 1,
                     "lambda_table": 1, "summary": 1}
 
 

@@ -55,6 +55,7 @@ def test_summary_stacks_every_experiment_and_goes_to_mlflow(finished_workdir):
 
 
 def test_solve_jobs_account_for_their_time_and_share_calibrations(finished_workdir):
+    import gzip
     import json
     import re
 
@@ -73,6 +74,12 @@ def test_solve_jobs_account_for_their_time_and_share_calibrations(finished_workd
     text = (results / "summary.md").read_text()
     share = re.search(r"Kernels (\d+\.\d+) % of solve time", text)
     assert share and float(share.group(1)) == pytest.approx(expected, abs=0.051)
+    # the runs' MLflow ingestion by the aggregate jobs, stated beside it
+    ingests = [json.loads(p.read_text())["ingest"] for p in (results / "mlflow").glob("*.json")]
+    runs = sum(i["runs"] for i in ingests)
+    assert runs == sum(1 for p in (results / "runs").rglob("chunk*.mlflow.jsonl.gz")
+                       for _ in gzip.open(p)) - len(ledgers)  # a header line per file
+    assert f"ingested the solve jobs' MLflow runs: {runs} runs of {len(ledgers)} jobs" in text
     # every distinct calibration is stored once, whichever job computed it
     entries = [json.loads(p.read_text()) for p in (results / "calibration").glob("*/*.json")]
     assert entries
@@ -157,7 +164,7 @@ def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workd
     assert jobs.get("aggregate") == 1 and jobs.get("summary") == 1
     assert jobs.get("reference") == 1
     assert jobs.get("smoothness") == 1
-    assert "mlflow_experiment" not in jobs and "warmup_numba" not in jobs
+    assert "warmup_numba" not in jobs
     data_rules = set(jobs) - {"all", "solve", "aggregate", "summary", "reference", "smoothness"}
     assert data_rules and all(jobs[rule] == 1 for rule in data_rules)
 
@@ -199,3 +206,42 @@ def test_snakefiles_are_formatted():
         cwd=ROOT, capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _child_ids(workdir, experiment):
+    """{(dpcd.job, config id): run id} of an experiment's child runs."""
+    client = MlflowClient(f"sqlite:///{workdir}/results/mlflow.db")
+    exp = client.get_experiment_by_name(f"dpcd/{experiment}")
+    runs = client.search_runs([exp.experiment_id], "tags.`dpcd.job` LIKE '%chunk%'",
+                              max_results=5000)
+    ids = {(r.data.tags["dpcd.job"], r.data.tags["sweep.config_id"]): r.info.run_id
+           for r in runs}
+    assert len(ids) == len(runs), "an MLflow run is duplicated"
+    return ids
+
+
+def test_the_aggregation_ingests_only_the_solve_jobs_that_changed(finished_workdir, tmp_path):
+    """Solve jobs write their runs to files; the aggregate job ingests them, and
+    on a rerun leaves the jobs already in the store alone."""
+    import json
+
+    workdir, _ = _copy(finished_workdir, tmp_path)
+    before = _child_ids(workdir, "exp_a")
+    info = json.loads((workdir / "results" / "mlflow" / "exp_a.json").read_text())
+    n_jobs = 2 * len(TINY_SOLVERS)
+    assert info["ingest"]["jobs"] == n_jobs and info["ingest"]["skipped_jobs"] == 0
+    assert info["ingest"]["runs"] == len(before) == sum(TINY_SOLVERS.values())
+
+    snakemake(workdir, "--forcerun", "results/tables/exp_a.csv")
+    info = json.loads((workdir / "results" / "mlflow" / "exp_a.json").read_text())
+    assert info["ingest"]["jobs"] == 0 and info["ingest"]["skipped_jobs"] == n_jobs
+    assert _child_ids(workdir, "exp_a") == before
+
+    rerun = "exp_a/dp_cd/chunk0"
+    snakemake(workdir, "--forcerun", f"results/runs/{rerun}.parquet")
+    info = json.loads((workdir / "results" / "mlflow" / "exp_a.json").read_text())
+    assert info["ingest"]["jobs"] == 1 and info["ingest"]["skipped_jobs"] == n_jobs - 1
+    after = _child_ids(workdir, "exp_a")
+    assert sorted(after) == sorted(before)
+    for key, run_id in after.items():
+        assert (run_id != before[key]) == (key[0] == rerun), key

@@ -1,12 +1,15 @@
-# Stage 5: best configuration per solver and passes, tables, figures, MLflow artifacts.
+# Stage 5: best configuration per solver and passes, tables, figures; the MLflow
+# experiment, its solve jobs' runs ingested (the one writer of its child runs)
+# and the tables and figures as artifacts of its parent run.
 
 
 rule aggregate:
     input:
         runs=chunk_results,
+        mlflow_runs=chunk_mlflow_runs,
         reference="results/reference/{experiment}.json",
-        mlflow="results/mlflow/{experiment}.json",
     output:
+        mlflow="results/mlflow/{experiment}.json",
         csv="results/tables/{experiment}.csv",
         md="results/tables/{experiment}.md",
         rel_error=report(
@@ -32,9 +35,14 @@ rule aggregate:
         "../../envs/dpcd.yaml"
     params:
         spec=aggregate_params,
+        name=mlflow_experiment_name,
+        # another tracking store (e.g. a shared server) reruns the tracked stages
+        tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
     shell:
         "dpcd aggregate --experiment {wildcards.experiment} --spec {params.spec:q}"
-        " --runs {input.runs} --reference {input.reference} --mlflow {input.mlflow}"
+        " --runs {input.runs} --mlflow-runs {input.mlflow_runs}"
+        " --mlflow-experiment {params.name:q}"
+        " --reference {input.reference} --mlflow {output.mlflow}"
         " --csv {output.csv} --md {output.md} --figure-passes {output.rel_error}"
         " --figure-time {output.rel_error_time} --figure-solution {output.solution}"
         " 2> {log}"
@@ -120,6 +128,9 @@ rule summary:
         ),
         published=published_input(),
         timings=solve_timings(),
+        ingests=expand(
+            "results/mlflow/{experiment}.json", experiment=sorted(config["experiments"])
+        ),
         fresh=fresh_tables(),
         lambdas=lambda_outputs(),
     output:
@@ -147,5 +158,5 @@ rule summary:
         "dpcd summary --experiments {params.experiments} --tables {input.tables}"
         " {params.published} {params.fresh} {params.lambdas}"
         " --mlflow-experiment {params.mlflow_experiment:q}"
-        " --timings {input.timings}"
+        " --timings {input.timings} --ingests {input.ingests}"
         " --csv {output.csv} --md {output.md} 2> {log}"

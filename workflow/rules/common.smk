@@ -235,6 +235,14 @@ def chunk_results(wildcards):
     ]
 
 
+def chunk_mlflow_runs(wildcards):
+    """Every solve job's MLflow runs file of one experiment."""
+    return [
+        path.replace(".parquet", ".mlflow.jsonl.gz")
+        for path in chunk_results(wildcards)
+    ]
+
+
 def solve_timings():
     """Every solve job's overhead ledger, of every experiment."""
     return [

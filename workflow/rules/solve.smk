@@ -1,4 +1,5 @@
-# Stage 4: a non-private reference solve for F*, then the solver sweeps.
+# Stage 4: a non-private reference solve for F*, then the solver sweeps. A solve
+# job writes its MLflow runs to a file; the experiment's aggregate job ingests them.
 
 
 rule warmup_numba:
@@ -34,33 +35,16 @@ rule reference:
         " --out {output} 2> {log}"
 
 
-rule mlflow_experiment:
-    output:
-        "results/mlflow/{experiment}.json",
-    log:
-        "results/logs/mlflow_experiment/{experiment}.log",
-    benchmark:
-        "results/benchmarks/mlflow_experiment/{experiment}.tsv"
-    conda:
-        "../../envs/dpcd.yaml"
-    params:
-        name=mlflow_experiment_name,
-        # another tracking store (e.g. a shared server) reruns the tracked stages
-        tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
-    shell:
-        "dpcd track --experiment {params.name:q} --out {output} 2> {log}"
-
-
 rule solve:
     input:
         data=processed_path,
         smoothness=smoothness_path,
         private_smoothness=private_smoothness_inputs,
         reference="results/reference/{experiment}.json",
-        mlflow="results/mlflow/{experiment}.json",
         warmup="results/.numba_cache/warmup.done",
     output:
         runs="results/runs/{experiment}/{solver}/chunk{chunk}.parquet",
+        mlflow_runs="results/runs/{experiment}/{solver}/chunk{chunk}.mlflow.jsonl.gz",
         timing="results/runs/{experiment}/{solver}/chunk{chunk}.timing.json",
     log:
         "results/logs/solve/{experiment}/{solver}/chunk{chunk}.log",
@@ -74,5 +58,5 @@ rule solve:
         "dpcd solve --spec {params.spec:q} --chunk {wildcards.chunk}"
         " --data {input.data} --smoothness {input.smoothness}"
         " --private-smoothness={input.private_smoothness}"
-        " --reference {input.reference} --mlflow {input.mlflow}"
+        " --reference {input.reference} --mlflow-runs {output.mlflow_runs}"
         " --out {output.runs} --timing {output.timing} 2> {log}"

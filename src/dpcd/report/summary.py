@@ -284,10 +284,19 @@ def solve_overhead(timings):
     return table
 
 
-def overhead_markdown(overhead):
-    """The summary's "where solve time goes" section (empty without ledgers)."""
+def overhead_markdown(overhead, ingests=()):
+    """The summary's "where solve time goes" section (empty without ledgers),
+    with the MLflow ingestion of the solve jobs' runs by the aggregate jobs
+    (``ingest`` of each experiment's ``results/mlflow/<experiment>.json``)."""
     if overhead.empty:
         return ""
+    ingest = {k: sum(i[k] for i in ingests) for k in ("runs", "jobs", "skipped_jobs", "seconds")}
+    ingested = (
+        f"The aggregate jobs ingested the solve jobs' MLflow runs: {ingest['runs']} runs of "
+        f"{ingest['jobs']} jobs in {ingest['seconds']:.0f} s, outside solve time "
+        f"({ingest['skipped_jobs']} jobs were in the store already)."
+        if ingests else ""
+    )
     total = overhead[list(OVERHEAD) + ["wall"]].sum()
     split = ", ".join(f"{k} {100 * total[k] / total['wall']:.1f} %" for k in OVERHEAD)
     shown = overhead.copy()
@@ -298,7 +307,7 @@ def overhead_markdown(overhead):
         "## Where solve time goes",
         "",
         f"Kernels {100 * overhead.attrs['kernel_share']:.1f} % of solve time "
-        f"({total['wall']:.0f} s in all solve jobs: {split}).",
+        f"({total['wall']:.0f} s in all solve jobs: {split}). {ingested}".rstrip(),
         "",
         "Seconds summed over each solver's chunk jobs:",
         "",

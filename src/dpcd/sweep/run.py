@@ -1,15 +1,18 @@
 """Run one chunk of a sweep in-process: configurations x seeds, one tidy table."""
 
+import gzip
 import hashlib
 import json
 import logging
 import time as clock
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from dpcd import privacy
+from dpcd.data.io import atomic_write
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
 from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, Budget, get_adapter
@@ -448,3 +451,43 @@ def mlflow_runs(records, spec, problem):
              "start_time": record.start_ms, "end_time": record.end_ms}
         )
     return runs
+
+
+def _plain(value):
+    """numpy scalars as the Python values MLflow would get from them."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def write_mlflow_runs(path, job, runs):
+    """Write a job's MLflow runs (:func:`mlflow_runs`) for the experiment's
+    ingestion: gzipped JSON lines, a header line first (the job, how many runs).
+
+    Solve jobs do not import MLflow (1.4 s a job); the aggregate job of the
+    experiment is the one that writes them to the tracking store.
+    """
+
+    def write(tmp):
+        with gzip.open(tmp, "wt", compresslevel=1) as fh:
+            fh.write(json.dumps({"job": job, "runs": len(runs)}) + "\n")
+            for run in runs:
+                fh.write(json.dumps(run, default=_plain) + "\n")
+
+    atomic_write(path, write)
+
+
+def read_mlflow_runs(path):
+    """Read what :func:`write_mlflow_runs` wrote: ``(job, runs)``.
+
+    Raises ValueError naming the file when it is not whole.
+    """
+    try:
+        with gzip.open(path, "rt") as fh:
+            header = json.loads(fh.readline())
+            runs = [json.loads(line) for line in fh]
+    except (EOFError, gzip.BadGzipFile, zlib.error, json.JSONDecodeError, KeyError) as exc:
+        raise ValueError(f"{path}: not a whole MLflow runs file ({exc})") from None
+    if len(runs) != header["runs"]:
+        raise ValueError(f"{path}: {len(runs)} runs, its header says {header['runs']}")
+    return header["job"], runs

@@ -2,6 +2,7 @@
 sweep, one child run per configuration, each written with batched calls."""
 
 from dpcd.tracking.mlflow_log import (
+    ingested_jobs,
     log_configurations,
     log_experiment_artifacts,
     setup_experiment,
@@ -9,6 +10,7 @@ from dpcd.tracking.mlflow_log import (
 )
 
 __all__ = [
+    "ingested_jobs",
     "log_configurations",
     "log_experiment_artifacts",
     "setup_experiment",
