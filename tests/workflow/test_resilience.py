@@ -108,13 +108,15 @@ def test_killed_mid_solve_resumes_and_loses_nothing(finished_workdir, tmp_path, 
         assert not finished or "logged" in text, (job, text)
     assert not (workdir / "results" / "tables" / "exp_a.csv").exists()
 
-    # Resume. After SIGKILL Snakemake's own lock stays behind, and it says so.
+    # Resume. After SIGKILL Snakemake's own lock and its marks of the killed
+    # jobs' outputs as incomplete stay behind, and it says what to do.
     rerun = snakemake(workdir, target, check=False)
     if rerun.returncode != 0:
-        assert "--unlock" in rerun.stdout + rerun.stderr, rerun.stderr[-3000:]
+        said = rerun.stdout + rerun.stderr
+        assert "--unlock" in said or "--rerun-incomplete" in said, rerun.stderr[-3000:]
         assert sig == signal.SIGKILL
         snakemake(workdir, "--unlock")
-        snakemake(workdir, target)
+        snakemake(workdir, target, "--rerun-incomplete")
 
     pd.testing.assert_frame_equal(_table(workdir, "exp_a"), reference)
     children = _children(uri, "dpcd/exp_a")

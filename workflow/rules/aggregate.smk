@@ -129,7 +129,8 @@ rule summary:
         published=published_input(),
         timings=solve_timings(),
         ingests=expand(
-            "results/mlflow/{experiment}.json", experiment=sorted(config["experiments"])
+            "results/mlflow/{experiment}.json",
+            experiment=sorted(config["experiments"]),
         ),
         fresh=fresh_tables(),
         lambdas=lambda_outputs(),
