@@ -8,10 +8,12 @@ them once for all K runs (each run bit for bit the run alone, tested). Timed
 here on the shapes of the DP-CD paper's three problems, batch size 1, the
 quick config's grid (5 steps x 10 clipping thresholds, K = 50 runs, or the
 first K of them) at 2 passes: K runs one after the other with ``dp_sgd`` and
-the same K runs in one ``dp_sgd_many`` call, interleaved, best of 3, with
-each of its two kernels (runs inner, the default from 16 runs, and runs
-outer). Times are wall times around the calls (sampling, noise, updates and
-the objective after every pass); "ns/run-step" divides by K x steps.
+the same K runs in one ``dp_sgd_many`` call, interleaved, best of 3: with the
+kernel its switch picks ("together", "kernel"), and with each of its two
+kernels forced (runs outer, runs inner): ``python bench/bench_dp_sgd_many.py 5``
+shows where the switch sits. Times are wall times around the calls (sampling,
+noise, updates and the objective after every pass); "ns/run-step" divides by
+K x steps.
 """
 import importlib
 import sys
@@ -51,7 +53,8 @@ def main(n_runs=50):
     print(f"DP-SGD, batch size 1, {PASSES} passes, K = {len(steps)} settings of one seed; "
           f"best of {REPEATS}")
     print(f"{'problem':14s} {'alone s':>8s} {'together s':>11s} {'speed-up':>9s} "
-          f"{'ns/run-step alone':>18s} {'together':>9s} {'runs-outer':>11s} {'inner/outer':>12s}")
+          f"{'ns/run-step alone':>18s} {'together':>9s} {'kernel':>7s} {'runs-outer':>11s} "
+          f"{'runs-inner':>11s} {'outer/inner':>12s}")
     for name, n, p, loss, penalty, alpha in SHAPES:
         X, y = make_data(n, p, loss)
         datafit, pen = make_problem(loss, penalty, alpha)
@@ -62,26 +65,28 @@ def main(n_runs=50):
         for k in (2, _module._INNER_MIN_RUNS):
             dp_sgd_many(X[:50], y[:50], datafit, pen, steps=steps[:k], clips=clips[:k],
                         noise_scales=scales[:k], passes=1, seed=0)
-        alone = together = outer = np.inf
-        default = _module._INNER_MIN_RUNS
+        times = dict.fromkeys(("alone", "together", "outer", "inner"), np.inf)
+        default = _module._takes_inner
         for _ in range(REPEATS):
             t0 = time.perf_counter()
             for k in range(len(steps)):
                 dp_sgd(X, y, datafit, pen, step=steps[k], clip=clips[k],
                        noise_scale=scales[k], **kw)
-            alone = min(alone, time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales, **kw)
-            together = min(together, time.perf_counter() - t0)
-            _module._INNER_MIN_RUNS = 10**9  # every call runs outer
-            t0 = time.perf_counter()
-            dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales, **kw)
-            outer = min(outer, time.perf_counter() - t0)
-            _module._INNER_MIN_RUNS = default
-        run_steps = len(steps) * PASSES * n
-        print(f"{name:14s} {alone:8.2f} {together:11.2f} {alone / together:8.1f}x "
-              f"{alone / run_steps * 1e9:18.0f} {together / run_steps * 1e9:9.0f} "
-              f"{outer / run_steps * 1e9:11.0f} {outer / together:11.1f}x")
+            times["alone"] = min(times["alone"], time.perf_counter() - t0)
+            for kernel, switch in (("together", default), ("outer", lambda k, p: False),
+                                   ("inner", lambda k, p: True)):
+                _module._takes_inner = switch
+                t0 = time.perf_counter()
+                dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
+                            **kw)
+                times[kernel] = min(times[kernel], time.perf_counter() - t0)
+            _module._takes_inner = default
+        ns = {k: v / (len(steps) * PASSES * n) * 1e9 for k, v in times.items()}
+        chosen = "inner" if default(len(steps), p) else "outer"
+        print(f"{name:14s} {times['alone']:8.2f} {times['together']:11.2f} "
+              f"{times['alone'] / times['together']:8.1f}x {ns['alone']:18.0f} "
+              f"{ns['together']:9.0f} {chosen:>7s} {ns['outer']:11.0f} {ns['inner']:11.0f} "
+              f"{times['outer'] / times['inner']:11.1f}x")
 
 
 if __name__ == "__main__":

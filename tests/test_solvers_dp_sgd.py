@@ -277,7 +277,7 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
     if per_call is not None:
         monkeypatch.setattr(module, "_CALL_ENTRIES", per_call * 7)
     # the switch is read per call: dp_sgd alone below takes the runs-outer kernel
-    monkeypatch.setattr(module, "_INNER_MIN_RUNS", 1 if inner else 10**9)
+    monkeypatch.setattr(module, "_takes_inner", lambda n_runs, n_features: inner)
 
     X, y = _data(n=60, p=7, logistic=loss != "squares")
     if sparse:
@@ -294,7 +294,7 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
     assert len(many) == 7
     assert sorted(r.extra["runs_in_call"] for r in many) == (
         [7] * 7 if per_call is None else [1, 3, 3, 3, 3, 3, 3])
-    monkeypatch.setattr(module, "_INNER_MIN_RUNS", 10**9)
+    monkeypatch.setattr(module, "_takes_inner", lambda n_runs, n_features: False)
     for k, got in enumerate(many):
         alone = dp_sgd(X, y, datafit, pen, step=steps[k], clip=clips[k],
                        noise_scale=scales[k], passes=passes[k], **kw)
@@ -303,7 +303,7 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
         np.testing.assert_array_equal(got.passes_done, alone.passes_done)
         assert got.n_updates == alone.n_updates
     # a different seed changes every run that moved (L1 can keep w at 0)
-    monkeypatch.setattr(module, "_INNER_MIN_RUNS", 1 if inner else 10**9)
+    monkeypatch.setattr(module, "_takes_inner", lambda n_runs, n_features: inner)
     other = dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
                         passes=passes, **{**kw, "seed": 5})
     moved = [(a, b) for a, b in zip(many, other) if np.any(a.w != 0)]

@@ -346,7 +346,7 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
 # bench/bench_dp_sgd_many.py, K = 50, ns per run-step, runs outer -> inner in
 # the same run: 93 -> 22 (california shape), 114 -> 40 (electricity), 1 660 ->
 # 1 549 (1000 x 1000). For one run it is 10 % (8 features) to 2x (1000
-# features) slower, hence the switch at _INNER_MIN_RUNS.
+# features) slower, hence the switch (_takes_inner).
 
 
 @njit(inline="always", error_model="numpy")
@@ -638,10 +638,20 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
 # iterate entries (runs x features) per kernel call: 256 KB of iterates and
 # as much of gradient sums, within a 512 KB L2
 _CALL_ENTRIES = 1 << 15
-# calls with at least this many runs take the runs-inner kernel (same bits):
-# from 16 runs it is as fast or faster on every shape measured (parity at 1000
-# dense features, 2.8-4x at 8)
+# Calls of at least this many runs take the runs-inner kernel (same bits): from
+# 16 runs it is as fast or faster on every shape measured (parity at 1000 dense
+# features, 2.8-4x at 8). With few features it wins from a few runs: outer/inner
+# time at 2 passes, 3 / 5 / 10 runs, was 1.3 / 1.7 / 2.7 at 8 features,
+# 1.05 / 1.4 / 2.1 at 16, 0.9 / 1.1 / 1.5 at 32, 0.74 / 0.85 / 1.13 at 64 and
+# below 1 up to 16 runs from 128 on (dp_sgd_many at n x p = 200 000, best of 3;
+# bench/bench_dp_sgd_many.py K prints both kernels on the paper's shapes).
 _INNER_MIN_RUNS = 16
+
+
+def _takes_inner(n_runs, n_features):
+    """Whether a call of ``n_runs`` runs takes the runs-inner kernel: from about
+    one run per 8 features, at least 3, at most :data:`_INNER_MIN_RUNS`."""
+    return n_runs >= min(_INNER_MIN_RUNS, max(3, n_features // 8))
 
 
 def _run_together(design, y, n_features, dcode, pcode, pparams, etas, clips, noise_scales,
@@ -655,7 +665,7 @@ def _run_together(design, y, n_features, dcode, pcode, pparams, etas, clips, noi
     obj[:, 0] = obj[0, 0]
     rng_sample, rng_noise = spawn_generators(seed, 2)
     noise_key, noise_buf = new_stream(rng_noise)
-    inner = n_runs >= _INNER_MIN_RUNS
+    inner = _takes_inner(n_runs, n_features)
     kernel = _dp_sgd_kernel_runs_inner if inner else _dp_sgd_kernel
     shape = (n_features, n_runs) if inner else (n_runs, n_features)
     W = np.zeros(shape)
