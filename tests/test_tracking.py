@@ -216,3 +216,62 @@ def test_ingested_jobs_are_tagged_on_the_parent_once_all_their_runs_are_in(store
     assert ingested_jobs(info) == {}
     log_configurations(info, "demo/dp_cd/chunk0", [_run("a", 1.0)], result_sha="cd34")
     assert ingested_jobs(info) == {"demo/dp_cd/chunk0": "cd34"}
+
+
+_INGEST = """
+import sys
+from dpcd.tracking import ingested_jobs, log_configurations, setup_experiment
+from dpcd.sweep.run import read_mlflow_runs
+info = setup_experiment("dpcd/demo")
+job, runs = read_mlflow_runs(sys.argv[1])
+if ingested_jobs(info).get(job) != sys.argv[2]:
+    print("ingesting", flush=True)
+    log_configurations(info, job, runs, result_sha=sys.argv[2])
+print("done", flush=True)
+"""
+
+
+def test_an_ingestion_killed_midway_leaves_all_or_nothing_and_its_rerun_one_copy(
+        store, tmp_path):
+    """SIGKILL an aggregate-style ingestion of 2 000 runs inside its insert:
+    the job's runs are all in or none is, its parent tag only with all of
+    them; the rerun (skipping a tagged job) leaves exactly one copy."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "chunk0.mlflow.jsonl.gz"
+    write_mlflow_runs(path, "demo/dp_cd/chunk0", [_numpy_run(f"r{i}") for i in range(2000)])
+    sha = "ab" * 32
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
+    proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(path), sha], env=env,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ingesting"
+    # Kill as soon as the insert's transaction writes its first pages to the
+    # write-ahead log (the runs are built and their artifacts written first).
+    wal = tmp_path / "mlflow.db-wal"
+    size = wal.stat().st_size
+    deadline = time.monotonic() + 60
+    while wal.stat().st_size == size and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    info = setup_experiment("dpcd/demo")
+
+    def job_runs():
+        return [r for r in store.search_runs([info["experiment_id"]], max_results=5000)
+                if r.data.tags.get("dpcd.job") == "demo/dp_cd/chunk0"]
+
+    runs, tagged = job_runs(), ingested_jobs(info).get("demo/dp_cd/chunk0") == sha
+    assert len(runs) in (0, 2000) and (len(runs) == 2000 or not tagged)
+    assert all(r.info.status == "FINISHED" for r in runs)
+    rerun = subprocess.run([sys.executable, "-c", _INGEST, str(path), sha], env=env,
+                           capture_output=True, text=True, check=True)
+    assert rerun.stdout.splitlines()[-1] == "done"
+    runs = job_runs()
+    assert len(runs) == 2000 and all(r.info.status == "FINISHED" for r in runs)
+    assert len({r.info.run_name for r in runs}) == 2000
+    assert ingested_jobs(info)["demo/dp_cd/chunk0"] == sha
