@@ -1,6 +1,7 @@
 """MLflow layout and idempotence, against a real SQLite store in a temp dir."""
 
 import gzip
+import hashlib
 import shutil
 import sqlite3
 
@@ -220,14 +221,11 @@ def test_ingested_jobs_are_tagged_on_the_parent_once_all_their_runs_are_in(store
 
 _INGEST = """
 import sys
-from dpcd.tracking import ingested_jobs, log_configurations, setup_experiment
-from dpcd.sweep.run import read_mlflow_runs
+from dpcd.stages import ingest_runs_files
+from dpcd.tracking import setup_experiment
 info = setup_experiment("dpcd/demo")
-job, runs = read_mlflow_runs(sys.argv[1])
-if ingested_jobs(info).get(job) != sys.argv[2]:
-    print("ingesting", flush=True)
-    log_configurations(info, job, runs, result_sha=sys.argv[2])
-print("done", flush=True)
+print("ingesting", flush=True)
+print(ingest_runs_files(info, [sys.argv[1]]), flush=True)
 """
 
 
@@ -244,9 +242,9 @@ def test_an_ingestion_killed_midway_leaves_all_or_nothing_and_its_rerun_one_copy
 
     path = tmp_path / "chunk0.mlflow.jsonl.gz"
     write_mlflow_runs(path, "demo/dp_cd/chunk0", [_numpy_run(f"r{i}") for i in range(2000)])
-    sha = "ab" * 32
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
-    proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(path), sha], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(path)], env=env,
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ingesting"
     # Kill as soon as the insert's transaction writes its first pages to the
@@ -268,9 +266,12 @@ def test_an_ingestion_killed_midway_leaves_all_or_nothing_and_its_rerun_one_copy
     runs, tagged = job_runs(), ingested_jobs(info).get("demo/dp_cd/chunk0") == sha
     assert len(runs) in (0, 2000) and (len(runs) == 2000 or not tagged)
     assert all(r.info.status == "FINISHED" for r in runs)
-    rerun = subprocess.run([sys.executable, "-c", _INGEST, str(path), sha], env=env,
+    rerun = subprocess.run([sys.executable, "-c", _INGEST, str(path)], env=env,
                            capture_output=True, text=True, check=True)
-    assert rerun.stdout.splitlines()[-1] == "done"
+    # the rerun skips the file only when the killed run had tagged it
+    done = {"jobs": 0, "runs": 0, "skipped_jobs": 1} if tagged else \
+        {"jobs": 1, "runs": 2000, "skipped_jobs": 0}
+    assert rerun.stdout.splitlines()[-1] == str(done)
     runs = job_runs()
     assert len(runs) == 2000 and all(r.info.status == "FINISHED" for r in runs)
     assert len({r.info.run_name for r in runs}) == 2000

@@ -223,10 +223,7 @@ def cmd_aggregate(args):
         markdown_table, plot_rel_error, plot_solution_histogram, quasi_sparsity_alpha,
         summary_table,
     )
-    from dpcd.sweep.run import read_mlflow_runs
-    from dpcd.tracking import (
-        ingested_jobs, log_configurations, log_experiment_artifacts, setup_experiment,
-    )
+    from dpcd.tracking import log_experiment_artifacts, setup_experiment
 
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
     if runs.empty:
@@ -257,16 +254,7 @@ def cmd_aggregate(args):
     metrics["w_star_alpha_5"] = quasi_sparsity_alpha(w_star, 5)
     start = time.perf_counter()
     info = setup_experiment(args.mlflow_experiment)
-    done, ingest = ingested_jobs(info), {"jobs": 0, "runs": 0, "skipped_jobs": 0}
-    for path in args.mlflow_runs:
-        sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        job, runs = read_mlflow_runs(path)
-        if done.get(job) == sha:  # a rerun of the aggregation only
-            ingest["skipped_jobs"] += 1
-            continue
-        log_configurations(info, job, runs, result_sha=sha)
-        ingest["jobs"] += 1
-        ingest["runs"] += len(runs)
+    ingest = ingest_runs_files(info, args.mlflow_runs)
     ingest["seconds"] = time.perf_counter() - start
     log.info("MLflow: %d runs of %d jobs ingested in %.1f s (%d jobs already in)",
              ingest["runs"], ingest["jobs"], ingest["seconds"], ingest["skipped_jobs"])
@@ -279,6 +267,28 @@ def cmd_aggregate(args):
         metrics=metrics,
     )
     write_json(args.mlflow, {**info, "ingest": ingest})
+
+
+def ingest_runs_files(info, paths):
+    """Log the solve jobs' runs files (:func:`dpcd.sweep.run.write_mlflow_runs`)
+    to the experiment ``info``, skipping those already in the store; returns
+    ``{"jobs", "runs", "skipped_jobs"}``."""
+    from dpcd.sweep.run import read_mlflow_runs
+    from dpcd.tracking import ingested_jobs, log_configurations
+
+    # a file's header names its job: an ingested hash is that job's same runs
+    done = set(ingested_jobs(info).values())
+    ingest = {"jobs": 0, "runs": 0, "skipped_jobs": 0}
+    for path in paths:
+        sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        if sha in done:  # a rerun of the aggregation only: not even read
+            ingest["skipped_jobs"] += 1
+            continue
+        job, runs = read_mlflow_runs(path)
+        log_configurations(info, job, runs, result_sha=sha)
+        ingest["jobs"] += 1
+        ingest["runs"] += len(runs)
+    return ingest
 
 
 # --- fresh seeds ----------------------------------------------------------------
