@@ -134,22 +134,88 @@ def test_calibration_through_the_cache_equals_the_direct_one(cache_dir, monkeypa
     assert cached.epsilon_achieved == direct.epsilon_achieved
 
 
-@pytest.mark.parametrize("q, steps, winner", [(0.002, 100_000, "rdp"), (0.01, 200, "pld")])
+def _slow(spec, eps, delta, kind, rel):
+    """dp_accounting's own calibration (Brent over a wide bracket, no memo, no probe)."""
+    import dp_accounting
+
+    return dp_accounting.calibrate_dp_mechanism(
+        lambda: accounting.new_accountant(kind, accounting.accountant_relation(spec, rel, kind)),
+        lambda z: accounting.make_event(spec, z), eps, delta,
+        bracket_interval=dp_accounting.ExplicitBracketInterval(0.3, 4.0), tol=1e-6)
+
+
+@pytest.mark.parametrize("q, steps, winner", [
+    (0.002, 100_000, "rdp"),  # PLD's discretisation loses over 100 000 steps
+    (0.01, 200, "pld"),  # PLD wins by a little (answer above the probe)
+    (2e-4, 20_000, "pld"),  # PLD wins by more than the probe (0.69 x z_RDP)
+])
 def test_fast_auto_equals_the_slow_path(q, steps, winner, monkeypatch):
-    """'auto' skips the PLD search when PLD at the RDP noise already misses the
-    target; the answer is the one of calibrating both (the slow path)."""
+    """'auto' (RDP, then PLD from a probe below the RDP answer, when PLD can
+    win) gives dp_accounting's own calibration of the tighter accountant."""
     monkeypatch.delenv(cache.ENV, raising=False)
     spec, eps, delta, rel = ("poisson_gaussian", q, steps), 1.0, 1e-6, "add_or_remove_one"
-    slow = min((accounting._calibrate(spec, eps, delta, kind, rel)[0], kind)
-               for kind in ("rdp", "pld"))
+    slow = min((_slow(spec, eps, delta, kind, rel), kind) for kind in ("rdp", "pld"))
     accounting._tightest.cache_clear()
     z, achieved, used = accounting.calibrate_multiplier(spec, eps, delta, "auto", rel)
     assert used == slow[1] == winner
-    assert z == pytest.approx(slow[0], rel=1e-2)
+    assert z == pytest.approx(slow[0], rel=accounting.PLD_Z_TOLERANCE)
     assert achieved <= eps
     # re-checked at a 10x finer PLD discretisation, the target still holds
     monkeypatch.setattr(accounting, "PLD_DISCRETIZATION", accounting.PLD_DISCRETIZATION / 10)
     assert accounting.epsilon_of(spec, z, delta, "pld", rel) <= eps * 1.001
+
+
+def _pld_evaluations(monkeypatch):
+    """The z of every PLD evaluation that reaches dp_accounting (an
+    evaluation makes its accountant, then its event)."""
+    seen, kind = [], []
+    new_accountant, make_event = accounting.new_accountant, accounting.make_event
+
+    def accountant(k, rel):
+        kind.append(k)
+        return new_accountant(k, rel)
+
+    def event(spec, z):
+        if kind.pop() == "pld":
+            seen.append(z)
+        return make_event(spec, z)
+
+    monkeypatch.setattr(accounting, "new_accountant", accountant)
+    monkeypatch.setattr(accounting, "make_event", event)
+    return seen
+
+
+def test_a_calibration_evaluates_each_z_once(monkeypatch):
+    """Evaluations are memoised: the bracket's ends, Brent's and the final
+    check are the same z, and each PLD evaluation can take seconds."""
+    monkeypatch.delenv(cache.ENV, raising=False)
+    spec = ("poisson_gaussian", 0.01, 200)
+    for fn in (accounting._tightest, accounting._calibrate, accounting._epsilon):
+        fn.cache_clear()
+    seen = _pld_evaluations(monkeypatch)
+    z, achieved, used = accounting.calibrate_multiplier(spec, 1.0, 1e-6, "auto", "add_or_remove_one")
+    assert len(seen) == len(set(seen)) > 3
+    assert z in seen
+    # a change of discretisation is a new evaluation, not a stale memo
+    monkeypatch.setattr(accounting, "PLD_DISCRETIZATION", accounting.PLD_DISCRETIZATION / 2)
+    accounting.epsilon_of(spec, z, 1e-6, "pld", "add_or_remove_one")
+    assert seen.count(z) == 2
+
+
+def test_pld_search_stays_below_the_probe_when_pld_wins_by_more(monkeypatch):
+    """When PLD meets the target at PLD_PROBE x z_RDP, it is never evaluated
+    above it (where dp_accounting's sparse composition of millions of steps
+    takes seconds), not even at z_RDP."""
+    monkeypatch.delenv(cache.ENV, raising=False)
+    spec, eps, delta, rel = ("poisson_gaussian", 2e-4, 20_000), 1.0, 1e-6, "add_or_remove_one"
+    for fn in (accounting._tightest, accounting._calibrate, accounting._epsilon):
+        fn.cache_clear()
+    z_rdp = accounting._calibrate(spec, eps, delta, "rdp", rel)[0]  # cached from here on
+    seen = _pld_evaluations(monkeypatch)
+    z, _, used = accounting._tightest(spec, eps, delta, ("rdp", "pld"), rel)
+    assert used == "pld" and z < accounting.PLD_PROBE * z_rdp
+    assert seen and max(seen) == pytest.approx(accounting.PLD_PROBE * z_rdp)
+    assert accounting.epsilon_of(spec, z, delta, "pld", rel) <= eps
 
 
 def test_stats_count_time_and_computations(cache_dir):
