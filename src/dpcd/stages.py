@@ -216,7 +216,12 @@ def cmd_solve(args):
 def cmd_aggregate(args):
     """Tables and figures of one experiment; its MLflow experiment, the solve
     jobs' runs ingested (those not in the store already), tables and figures
-    logged to its parent run."""
+    logged to its parent run; then, with ``--fresh-spec``, the selected
+    configurations re-run on fresh seeds (:func:`fresh_seeds_stage`).
+
+    One job does both: each would otherwise pay seconds of the same imports
+    (MLflow, seaborn, pandas) and its own MLflow connection, once per experiment.
+    """
     import pandas as pd
 
     from dpcd.report import (
@@ -225,6 +230,11 @@ def cmd_aggregate(args):
     )
     from dpcd.tracking import log_experiment_artifacts, setup_experiment
 
+    given = [bool(getattr(args, name)) for name in (
+        "fresh_spec", "data", "smoothness", "fresh_out", "fresh_csv", "fresh_md", "fresh_figure")]
+    if any(given) and not all(given):
+        raise ValueError("--fresh-spec goes with --data, --smoothness, --fresh-out, "
+                         "--fresh-csv, --fresh-md and --fresh-figure: all of them, or none")
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
     if runs.empty:
         raise ValueError(f"experiment {args.experiment}: the solve stage produced no runs")
@@ -266,6 +276,8 @@ def cmd_aggregate(args):
         tags={"privacy.nonprivate_inputs": ",".join(sorted(nonprivate))},
         metrics=metrics,
     )
+    if args.fresh_spec:
+        fresh_seeds_stage(args, info, read_table(args.csv))
     write_json(args.mlflow, {**info, "ingest": ingest})
 
 
@@ -292,10 +304,11 @@ def ingest_runs_files(info, paths):
 
 
 # --- fresh seeds ----------------------------------------------------------------
-def cmd_fresh(args):
-    """Re-run every solver's selected configurations on fresh seeds (a new
-    release), then the selected-on and fresh numbers side by side, the fresh
-    curves, logged to the parent run."""
+def fresh_seeds_stage(args, info, selected):
+    """Re-run every solver's selected configurations (``selected``, the
+    selection table) on fresh seeds (a new release), then the selected-on and
+    fresh numbers side by side, the fresh curves, logged to the parent run
+    ``info``."""
     import pandas as pd
 
     from dpcd import solvers
@@ -306,14 +319,12 @@ def cmd_fresh(args):
     from dpcd.sweep.run import mlflow_runs
     from dpcd.tracking import log_configurations, log_experiment_artifacts
 
-    spec = json.loads(args.spec)
-    selected = read_table(args.table)
+    spec = json.loads(args.fresh_spec)
     problem = load_problem(args.data, next(iter(spec["solvers"].values()))["problem"],
                            args.smoothness)
     reference = read_json(args.reference)
     solvers.warmup()
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
-    info = read_json(args.mlflow)
     frames = []
     for solver, solver_spec in sorted(spec["solvers"].items()):
         start = time.perf_counter()
@@ -325,15 +336,15 @@ def cmd_fresh(args):
         log_configurations(info, job, mlflow_runs(records, run_spec, problem))
         frames.append(runs)
     runs = pd.concat(frames, ignore_index=True)
-    atomic_write(args.out, lambda tmp: runs.to_parquet(tmp, index=False))
+    atomic_write(args.fresh_out, lambda tmp: runs.to_parquet(tmp, index=False))
     table = fresh_table(selected, runs)
-    atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
+    atomic_write(args.fresh_csv, lambda tmp: table.to_csv(tmp, index=False))
     text = fresh_markdown(table, args.experiment, spec["fresh_seeds"])
-    atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
+    atomic_write(args.fresh_md, lambda tmp: Path(tmp).write_text(text))
     chosen = chosen_curves(selected, spec.get("select_by", "last_objective"))
-    atomic_write(args.figure, lambda tmp: plot_rel_error(
+    atomic_write(args.fresh_figure, lambda tmp: plot_rel_error(
         runs, tmp, title=f"{args.experiment} (fresh seeds)", chosen=chosen))
-    log_experiment_artifacts(info, [args.csv, args.md, args.figure],
+    log_experiment_artifacts(info, [args.fresh_csv, args.fresh_md, args.fresh_figure],
                              tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
                              metrics=fresh_metrics(table), artifact_path="fresh")
 
@@ -478,7 +489,8 @@ def register(subparsers):
     p.add_argument("--timing", help="JSON: where the job's overhead ledger goes (optional)")
 
     p = add("aggregate", cmd_aggregate,
-            "tables and figures of one experiment; its solve jobs' runs into MLflow")
+            "tables and figures of one experiment; its solve jobs' runs into MLflow; "
+            "with --fresh-spec, the selected configurations re-run on fresh seeds")
     p.add_argument("--experiment", required=True)
     p.add_argument("--spec", required=True)
     p.add_argument("--runs", nargs="+", required=True)
@@ -494,21 +506,17 @@ def register(subparsers):
     p.add_argument("--figure-solution", required=True,
                    help="histogram of |w*| (DP-GCD Figure 2)")
     p.add_argument("--figure-time", required=True)
-
-    p = add("fresh", cmd_fresh, "re-run the selected configurations on fresh seeds; "
-            "selected-on and fresh numbers side by side")
-    p.add_argument("--experiment", required=True)
-    p.add_argument("--spec", required=True,
-                   help="JSON: solvers (solver -> solve spec), select_by, fresh_seeds")
-    p.add_argument("--table", required=True, help="the experiment's selection table (CSV)")
-    p.add_argument("--data", required=True)
-    p.add_argument("--smoothness", required=True)
-    p.add_argument("--reference", required=True)
-    p.add_argument("--mlflow", required=True)
-    p.add_argument("--out", required=True, help="tidy table of the fresh runs (parquet)")
-    p.add_argument("--csv", required=True)
-    p.add_argument("--md", required=True)
-    p.add_argument("--figure", required=True)
+    fresh = p.add_argument_group(
+        "fresh seeds", "re-run the selected configurations on fresh seeds; selected-on "
+        "and fresh numbers side by side (all of these, or none)")
+    fresh.add_argument("--fresh-spec",
+                       help="JSON: solvers (solver -> solve spec), select_by, fresh_seeds")
+    fresh.add_argument("--data")
+    fresh.add_argument("--smoothness")
+    fresh.add_argument("--fresh-out", help="tidy table of the fresh runs (parquet)")
+    fresh.add_argument("--fresh-csv")
+    fresh.add_argument("--fresh-md")
+    fresh.add_argument("--fresh-figure")
 
     p = add("summary", cmd_summary, "tables across experiments, beside published values")
     p.add_argument("--experiments", nargs="+", required=True)

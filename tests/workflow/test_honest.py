@@ -2,7 +2,9 @@
 
 The finished tiny workdir (fresh_seeds: 0) is copied, its MLflow store moved
 with it, then report.fresh_seeds and an alpha_grid are turned on: the run must
-add the fresh jobs and the lambda experiments, and rerun nothing else.
+add the fresh re-runs (in each experiment's aggregate job) and the lambda
+experiments, run no solve job of the finished experiments, and ingest none of
+their runs again.
 """
 
 import json
@@ -68,12 +70,15 @@ def honest(finished_workdir, tmp_path_factory):
 
 
 def test_only_the_new_jobs_run(honest):
-    _, jobs = honest
-    # fresh: one job each for exp_a (3 solvers), exp_b and exp_b_lam0; the new
-    # lambda experiment's own chain; no solve or aggregate job of exp_a / exp_b.
-    assert jobs == {"all": 1, "fresh": 3, "reference": 1,
-                    "solve": 1, "aggregate": 1,
+    workdir, jobs = honest
+    # aggregate (with its fresh re-runs): exp_a (3 solvers), exp_b and
+    # exp_b_lam0; the new lambda experiment's own reference and solve; no solve
+    # job of exp_a / exp_b, whose aggregate jobs ingest none of their runs again.
+    assert jobs == {"all": 1, "reference": 1, "solve": 1, "aggregate": 3,
                     "lambda_table": 1, "summary": 1}
+    for name in ("exp_a", "exp_b"):
+        ingest = json.loads((workdir / "results" / "mlflow" / f"{name}.json").read_text())["ingest"]
+        assert ingest["runs"] == 0 and ingest["skipped_jobs"] > 0
 
 
 def test_fresh_seeds_never_coincide_with_selection_seeds(honest):
@@ -162,5 +167,5 @@ def test_editing_fresh_seeds_replans_only_the_reevaluation(honest, tmp_path):
         config["report"]["fresh_seeds"] = FRESH + 1
 
     _edit(workdir, edit)
-    assert planned_jobs(workdir) == {"all": 1, "fresh": 3,
+    assert planned_jobs(workdir) == {"all": 1, "aggregate": 3,
                                      "lambda_table": 1, "summary": 1}

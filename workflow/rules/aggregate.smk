@@ -1,6 +1,10 @@
 # Stage 5: best configuration per solver and passes, tables, figures; the MLflow
 # experiment, its solve jobs' runs ingested (the one writer of its child runs)
-# and the tables and figures as artifacts of its parent run.
+# and the tables and figures as artifacts of its parent run. With
+# report.fresh_seeds > 0, the same job then re-runs every selected configuration
+# on that many new seeds (a new private release each) and writes both numbers
+# side by side: one job per experiment, not two, as each pays seconds of the
+# same imports (MLflow 1.4 s, seaborn with matplotlib 0.8 s).
 
 
 rule aggregate:
@@ -8,7 +12,12 @@ rule aggregate:
         runs=chunk_results,
         mlflow_runs=chunk_mlflow_runs,
         reference="results/reference/{experiment}.json",
+        # the fresh re-runs' problem and kernels
+        data=processed_path,
+        smoothness=smoothness_path,
+        warmup="results/.numba_cache/warmup.done",
     output:
+        **fresh_outputs(),
         mlflow="results/mlflow/{experiment}.json",
         csv="results/tables/{experiment}.csv",
         md="results/tables/{experiment}.md",
@@ -38,6 +47,7 @@ rule aggregate:
         name=mlflow_experiment_name,
         # another tracking store (e.g. a shared server) reruns the tracked stages
         tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
+        fresh=fresh_params,
     shell:
         "dpcd aggregate --experiment {wildcards.experiment} --spec {params.spec:q}"
         " --runs {input.runs} --mlflow-runs {input.mlflow_runs}"
@@ -45,43 +55,8 @@ rule aggregate:
         " --reference {input.reference} --mlflow {output.mlflow}"
         " --csv {output.csv} --md {output.md} --figure-passes {output.rel_error}"
         " --figure-time {output.rel_error_time} --figure-solution {output.solution}"
-        " 2> {log}"
-
-
-# Stage 5b: every selected configuration re-run on report.fresh_seeds new seeds
-# (a new private release each), then both numbers side by side. One job per
-# experiment: a new selection table reruns all its solvers anyway, and each
-# job costs seconds of imports (MLflow 1.4 s, seaborn with matplotlib 0.8 s).
-rule fresh:
-    input:
-        table="results/tables/{experiment}.csv",
-        data=processed_path,
-        smoothness=smoothness_path,
-        reference="results/reference/{experiment}.json",
-        mlflow="results/mlflow/{experiment}.json",
-        warmup="results/.numba_cache/warmup.done",
-    output:
-        runs="results/fresh/{experiment}.parquet",
-        csv="results/tables/fresh/{experiment}.csv",
-        md="results/tables/fresh/{experiment}.md",
-        figure=report(
-            "results/figures/{experiment}_rel_error_fresh.png",
-            caption="../report/rel_error_fresh.rst",
-            category="Fresh seeds",
-        ),
-    log:
-        "results/logs/fresh/{experiment}.log",
-    benchmark:
-        "results/benchmarks/fresh/{experiment}.tsv"
-    conda:
-        "../../envs/dpcd.yaml"
-    params:
-        spec=fresh_params,
-    shell:
-        "dpcd fresh --experiment {wildcards.experiment} --spec {params.spec:q}"
-        " --table {input.table} --data {input.data} --smoothness {input.smoothness}"
-        " --reference {input.reference} --mlflow {input.mlflow} --out {output.runs}"
-        " --csv {output.csv} --md {output.md} --figure {output.figure} 2> {log}"
+        + (FRESH_ARGUMENTS if fresh_seeds() else "")
+        + " 2> {log}"
 
 
 # Stage 5c: best relative error per solver against lambda (experiments' alpha_grid).

@@ -169,15 +169,32 @@ def _solve_spec(wildcards):
     return spec
 
 
-# Fresh-seed re-evaluation (aggregate.smk): one job per experiment.
+# Fresh-seed re-evaluation (aggregate.smk): in the experiment's aggregate job.
 def fresh_seeds():
     return config["report"]["fresh_seeds"]
 
 
-def fresh_params(wildcards):
+def fresh_outputs():
+    """The aggregate job's fresh-seed outputs, none when report.fresh_seeds is 0."""
+    if not fresh_seeds():
+        return {}
+    return {
+        "fresh_runs": "results/fresh/{experiment}.parquet",
+        "fresh_csv": "results/tables/fresh/{experiment}.csv",
+        "fresh_md": "results/tables/fresh/{experiment}.md",
+        "fresh_figure": report(
+            "results/figures/{experiment}_rel_error_fresh.png",
+            caption="../report/rel_error_fresh.rst",
+            category="Fresh seeds",
+        ),
+    }
+
+
+def fresh_spec(wildcards):
     """Each solver's solve spec without its chunking, the selection rule and the
-    number of fresh seeds: editing report.fresh_seeds reruns the fresh jobs and
-    what reads them only."""
+    number of fresh seeds: editing report.fresh_seeds reruns the aggregate jobs
+    (whose ingestion then skips every solve job already in MLflow) and what
+    reads them, and no solve job."""
     exp = _experiment(wildcards.experiment)
     specs = {}
     for solver in sorted(exp["solvers"]):
@@ -186,9 +203,23 @@ def fresh_params(wildcards):
         )
         del spec["chunks"]
         specs[solver] = spec
-    return _json(
-        {"solvers": specs, "select_by": exp["select_by"], "fresh_seeds": fresh_seeds()}
-    )
+    return {
+        "solvers": specs,
+        "select_by": exp["select_by"],
+        "fresh_seeds": fresh_seeds(),
+    }
+
+
+def fresh_params(wildcards):
+    return _json(fresh_spec(wildcards)) if fresh_seeds() else ""
+
+
+# The aggregate rule's fresh-seed arguments, when report.fresh_seeds > 0.
+FRESH_ARGUMENTS = (
+    " --fresh-spec {params.fresh:q} --data {input.data} --smoothness {input.smoothness}"
+    " --fresh-out {output.fresh_runs} --fresh-csv {output.fresh_csv}"
+    " --fresh-md {output.fresh_md} --fresh-figure {output.fresh_figure}"
+)
 
 
 def fresh_tables():
