@@ -125,11 +125,22 @@ def test_dp_sgd_bad_batch_size():
                seed=0, batch_size=1000)
 
 
+def test_warmup_loads_the_families_asked_for():
+    """A solve job loads its solver's kernel family only (the sweep's adapter
+    names map to families); an unknown name is refused with the known ones."""
+    from dpcd.solvers import warmup
+
+    assert warmup(["dp_sgd"]) == ["dp_sgd"]
+    assert warmup(["dp_cd_p", "cd", "sgd"]) == ["dp_cd", "dp_sgd"]
+    with pytest.raises(ValueError, match="unknown kernel families.*'dp_gcd'"):
+        warmup(["dp_sgdd"])
+
+
 def test_warmup_runs():
     from dpcd.solvers import warmup
 
     # each solver module adds its kernels; these are the ones DP-SGD relies on
-    assert {"dp_cd", "dp_sgd", "reference_solve"} <= set(warmup())
+    assert {"dp_cd", "dp_sgd", "reference"} <= set(warmup())
     # both DP-SGD kernels (a sweep's calls of many runs take the runs-inner one:
     # a solve job must not compile it beside another)
     import importlib

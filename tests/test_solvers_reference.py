@@ -88,3 +88,43 @@ def test_reference_rejects_zero_column():
     datafit, pen = make_problem("squares", "l1", 0.1)
     with pytest.raises(ValueError, match="column 4"):
         reference_solve(X, y, datafit, pen)
+
+
+def test_the_reference_jobs_only_load_what_warmup_reference_compiled(tmp_path):
+    """The workflow runs the reference jobs while warmup_numba compiles the
+    solvers' kernels into the same numba cache: after ``dpcd warmup --families
+    reference``, a reference job of every (loss, penalty) the paper configs
+    use, on dense and sparse data, writes nothing to the cache (numba#4807)."""
+    import os
+    import subprocess
+    import sys
+
+    import scipy.sparse as sp
+
+    from dpcd.data import save_dataset
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    cli = [sys.executable, "-m", "dpcd.cli"]
+    subprocess.run([*cli, "warmup", "--families", "reference", "--out",
+                    str(tmp_path / "warm.json")], env=env, check=True, capture_output=True)
+
+    def cache_files():
+        return {(p.name, p.stat().st_mtime_ns) for p in (tmp_path / "cache").rglob("*")}
+
+    compiled = cache_files()
+    assert any(name.endswith(".nbi") for name, _ in compiled)
+    X, y = _data(logistic=True)
+    # sparse enough to stay sparse (dpcd.sweep.problem.as_solver_input), no empty column
+    sparse = sp.csr_matrix(np.where(np.arange(60)[:, None] % 20 == np.arange(25) % 20, X, 0))
+    for name, design in (("dense", X), ("sparse", sparse)):
+        path = str(tmp_path / f"{name}.npz")
+        save_dataset(path, design, y, {"source": "test"})
+        for loss, penalty in (("squares", "l1"), ("squares", "l2"), ("logistic", "l1"),
+                              ("logistic", "l2"), ("hinge", "l2")):
+            if loss == "hinge" and name == "sparse":
+                continue  # the hinge reference needs dense X
+            problem = f'{{"loss": "{loss}", "penalty": "{penalty}", "alpha": 0.01}}'
+            subprocess.run([*cli, "reference", "--data", path, "--problem", problem,
+                            "--out", str(tmp_path / f"{name}-{loss}-{penalty}.json")],
+                           env=env, check=True, capture_output=True)
+    assert cache_files() == compiled

@@ -164,7 +164,7 @@ def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workd
     assert jobs.get("aggregate") == 1 and jobs.get("summary") == 1
     assert jobs.get("reference") == 1
     assert jobs.get("smoothness") == 1
-    assert "warmup_numba" not in jobs
+    assert "warmup_numba" not in jobs and "warmup_reference" not in jobs
     data_rules = set(jobs) - {"all", "solve", "aggregate", "summary", "reference", "smoothness"}
     assert data_rules and all(jobs[rule] == 1 for rule in data_rules)
 

@@ -1,50 +1,93 @@
-"""Compile every solver kernel once (into ``NUMBA_CACHE_DIR``)."""
+"""Compile the solver kernels once (into ``NUMBA_CACHE_DIR``), by family."""
 import numpy as np
 
+# Kernel family of each sweep adapter (dpcd.sweep.adapters): a job loads the
+# families of its solvers only.
+FAMILIES = {
+    "cd": "dp_cd", "dp_cd": "dp_cd", "dp_cd_p": "dp_cd",
+    "dp_sgd": "dp_sgd", "sgd": "dp_sgd",
+    "dp_gcd": "dp_gcd",
+    "dp_scd": "dp_scd", "seq_dp_scd": "dp_scd", "primal_dp_scd": "dp_scd", "scd": "dp_scd",
+}
 
-def warmup():
-    """Compile (or load from the numba cache) every kernel on a tiny problem.
 
-    The workflow calls this once, in a single job, with a project-local
-    ``NUMBA_CACHE_DIR`` before solver jobs run in parallel, so that parallel
-    jobs never write the same cache entry at once (numba/numba#4807).
-
-    Returns
-    -------
-    names : list of str
-        The solvers that were run.
-    """
-    from dpcd.problems import make_problem
-    import scipy.sparse as sp
-
-    from dpcd.solvers.dp_cd import dp_cd
-    from dpcd.solvers.dp_gcd import dp_gcd
-    from dpcd.solvers.dp_scd import dp_scd, scd
-    from dpcd.solvers.dp_sgd import _INNER_MIN_RUNS, dp_sgd, dp_sgd_many
-    from dpcd.solvers.reference import reference_solve
-
+def _problem():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((8, 3))
     y = np.sign(rng.standard_normal(8))
     y[y == 0] = 1.0
+    return X, y
+
+
+def _reference(X, y):
+    """The reference stage's solvers: proximal CD for smooth losses (dense and
+    sparse CSC designs), SDCA for hinge."""
+    import scipy.sparse as sp
+
+    from dpcd.problems import make_problem
+    from dpcd.solvers.dp_scd import scd
+    from dpcd.solvers.reference import reference_solve
+
+    for loss in ("squares", "logistic"):
+        for penalty in ("l1", "l2"):
+            for design in (X, sp.csc_matrix(X)):
+                reference_solve(design, y, *make_problem(loss, penalty, 0.01), max_iter=10)
+    Xu = X / np.linalg.norm(X, axis=1, keepdims=True)
+    scd(Xu, y, *make_problem("hinge", "l2", 0.01), passes=1, seed=0)
+
+
+def _dp_cd(X, y):
+    import scipy.sparse as sp
+
+    from dpcd.problems import make_problem
+    from dpcd.solvers.dp_cd import dp_cd
+
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
         M = datafit.coordinate_smoothness(X)
         for design in (X, sp.csc_matrix(X)):  # dense and sparse (CSC) DP-CD
-            dp_cd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
-                  noise_scales=0.1, passes=2, seed=0)
-            dp_cd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
-                  noise_scales=0.1, passes=2, seed=0, averaging=True)
+            for averaging in (False, True):
+                dp_cd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
+                      noise_scales=0.1, passes=2, seed=0, averaging=averaging)
+
+
+def _dp_sgd(X, y):
+    import scipy.sparse as sp
+
+    from dpcd.problems import make_problem
+    from dpcd.solvers.dp_sgd import _INNER_MIN_RUNS, dp_sgd, dp_sgd_many
+
+    for loss in ("squares", "logistic"):
+        datafit, penalty = make_problem(loss, "l1", 0.01)
         for design in (X, sp.csr_matrix(X)):  # dense and sparse (CSR) DP-SGD
             dp_sgd(design, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
                    passes=1, seed=0)
             # a sweep's calls of many runs take the runs-inner kernel
             dp_sgd_many(design, y, datafit, penalty, steps=[0.1] * _INNER_MIN_RUNS,
                         clips=1.0, noise_scales=0.1, passes=1, seed=0)
-        reference_solve(X, y, datafit, penalty, max_iter=10)
+    # DP-SCD's papers compare with DP-SGD on the hinge loss
+    dp_sgd(X, y, *make_problem("hinge", "l2", 0.01), step=0.1, clip=1.0, noise_scale=0.1,
+           passes=1, seed=0, global_smoothness=1.0)
+
+
+def _dp_gcd(X, y):
+    import scipy.sparse as sp
+
+    from dpcd.problems import make_problem
+    from dpcd.solvers.dp_gcd import dp_gcd
+
+    for loss in ("squares", "logistic"):
+        datafit, penalty = make_problem(loss, "l1", 0.01)
+        M = datafit.coordinate_smoothness(X)
         for design in (X, sp.csc_matrix(X)):  # dense and sparse CSC kernels
             dp_gcd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
                    selection_scales=0.1, noise_scales=0.1, iterations=2, seed=0)
+
+
+def _dp_scd(X, y):
+    from dpcd.problems import make_problem
+    from dpcd.solvers.dp_scd import dp_scd, scd
+
     Xu = X / np.linalg.norm(X, axis=1, keepdims=True)
     for loss in ("squares", "logistic", "hinge"):
         datafit, penalty = make_problem(loss, "l2", 0.01)
@@ -56,7 +99,40 @@ def warmup():
                    noise_scale=0.1, passes=1, batch_size=2, seed=0, variant="primal",
                    sampling="none")
         scd(Xu, y, datafit, penalty, passes=1, seed=0)
-        if loss == "hinge":
-            dp_sgd(X, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1, passes=1,
-                   seed=0, global_smoothness=1.0)
-    return ["dp_cd", "dp_gcd", "dp_sgd", "dp_scd", "reference_solve"]
+
+
+_WARM = {"reference": _reference, "dp_cd": _dp_cd, "dp_sgd": _dp_sgd,
+         "dp_gcd": _dp_gcd, "dp_scd": _dp_scd}
+
+
+def warmup(families=None):
+    """Compile (or load from the numba cache) the kernels of ``families`` on a
+    tiny problem.
+
+    The workflow compiles them in its warmup jobs, with a project-local
+    ``NUMBA_CACHE_DIR``, before solver jobs run in parallel, so that parallel
+    jobs never write the same cache entry at once (numba/numba#4807); each job
+    then loads the kernels it runs before timing any.
+
+    Parameters
+    ----------
+    families : iterable of str, optional
+        Keys of ``_WARM`` ("reference", "dp_cd", "dp_sgd", "dp_gcd", "dp_scd")
+        or sweep adapter names (mapped by :data:`FAMILIES`); every family if
+        None.
+
+    Returns
+    -------
+    names : list of str
+        The families that were compiled or loaded.
+    """
+    names = sorted(_WARM) if families is None else sorted(
+        {FAMILIES.get(name, name) for name in families})
+    unknown = [name for name in names if name not in _WARM]
+    if unknown:
+        raise ValueError(f"warmup: unknown kernel families {unknown}; known: {sorted(_WARM)} "
+                         f"and the sweep's solvers {sorted(FAMILIES)}")
+    X, y = _problem()
+    for name in names:
+        _WARM[name](X, y)
+    return names
