@@ -40,6 +40,7 @@ rule aggregate:
         "results/logs/aggregate/{experiment}.log",
     benchmark:
         "results/benchmarks/aggregate/{experiment}.tsv"
+    priority: sweep_priority
     conda:
         "../../envs/dpcd.yaml"
     params:

@@ -1,6 +1,7 @@
 # Validation, wildcard constraints and the named helpers every rule uses.
 import copy
 import json
+import math
 import os
 from types import SimpleNamespace
 
@@ -90,6 +91,31 @@ if "summary" in config["experiments"]:
     raise ValueError(
         "config: experiments.summary: the name is reserved for the summary across experiments"
     )
+
+
+# Job priorities: the warmup jobs gate every solver job, then an experiment's
+# jobs go by the size of its sweep (n x p x passes summed over its solvers), so
+# that on few cores the longest chains start first and the short ones fill the
+# end instead of the long ones running alone after the rest.
+WARMUP_PRIORITY = 100
+
+
+def _dataset_size(name):
+    """n x p from the config's generator params or the registry (1 if unknown)."""
+    dataset = config["datasets"][name]
+    entry = _registry().get(dataset["source"], {}) if _registry is not None else {}
+    shape = {
+        **entry.get("expected", {}),
+        **entry.get("defaults", {}),
+        **(dataset.get("params") or {}),
+    }
+    return shape.get("n_samples", 1) * shape.get("n_features", 1)
+
+
+def sweep_priority(wildcards):
+    exp = _experiment(wildcards.experiment)
+    passes = sum(sum(solver_entry(exp, name)[2]) for name in sorted(exp["solvers"]))
+    return math.log10(_dataset_size(exp["dataset"]) * max(passes, 1))
 
 
 def processed_path(wildcards):

@@ -12,6 +12,7 @@ rule warmup_reference:
         "results/logs/warmup_numba/warmup_reference.log",
     benchmark:
         "results/benchmarks/warmup_numba/warmup_reference.tsv"
+    priority: WARMUP_PRIORITY
     conda:
         "../../envs/dpcd.yaml"
     shell:
@@ -27,6 +28,7 @@ rule warmup_numba:
         "results/logs/warmup_numba/warmup.log",
     benchmark:
         "results/benchmarks/warmup_numba/warmup.tsv"
+    priority: WARMUP_PRIORITY
     conda:
         "../../envs/dpcd.yaml"
     shell:
@@ -44,6 +46,7 @@ rule reference:
         "results/logs/reference/{experiment}.log",
     benchmark:
         "results/benchmarks/reference/{experiment}.tsv"
+    priority: sweep_priority
     conda:
         "../../envs/dpcd.yaml"
     params:
@@ -68,6 +71,7 @@ rule solve:
         "results/logs/solve/{experiment}/{solver}/chunk{chunk}.log",
     benchmark:
         "results/benchmarks/solve/{experiment}/{solver}/chunk{chunk}.tsv"
+    priority: sweep_priority
     conda:
         "../../envs/dpcd.yaml"
     params:
