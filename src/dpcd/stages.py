@@ -279,6 +279,7 @@ def cmd_aggregate(args):
         metrics=metrics,
     )
     if args.fresh_spec:
+        # the selection table as every later reader sees it (read_table's dtypes)
         fresh_seeds_stage(args, info, read_table(args.csv))
     write_json(args.mlflow, {**info, "ingest": ingest})
 

@@ -216,11 +216,13 @@ def fresh_outputs():
     }
 
 
-def fresh_spec(wildcards):
+def fresh_params(wildcards):
     """Each solver's solve spec without its chunking, the selection rule and the
-    number of fresh seeds: editing report.fresh_seeds reruns the aggregate jobs
-    (whose ingestion then skips every solve job already in MLflow) and what
-    reads them, and no solve job."""
+    number of fresh seeds ("" when report.fresh_seeds is 0): editing
+    report.fresh_seeds reruns the aggregate jobs (whose ingestion then skips
+    every solve job already in MLflow) and what reads them, and no solve job."""
+    if not fresh_seeds():
+        return ""
     exp = _experiment(wildcards.experiment)
     specs = {}
     for solver in sorted(exp["solvers"]):
@@ -229,15 +231,9 @@ def fresh_spec(wildcards):
         )
         del spec["chunks"]
         specs[solver] = spec
-    return {
-        "solvers": specs,
-        "select_by": exp["select_by"],
-        "fresh_seeds": fresh_seeds(),
-    }
-
-
-def fresh_params(wildcards):
-    return _json(fresh_spec(wildcards)) if fresh_seeds() else ""
+    return _json(
+        {"solvers": specs, "select_by": exp["select_by"], "fresh_seeds": fresh_seeds()}
+    )
 
 
 # The aggregate rule's fresh-seed arguments, when report.fresh_seeds > 0.
