@@ -205,7 +205,8 @@ def calibrate_dp_cd_p(n, p, passes, clip, epsilon, delta, bounds=None,
     ``smoothness_fraction·ε`` goes to the Laplace release of the p clipped
     smoothness means (pure DP, see :mod:`dpcd.privacy.smoothness`), the rest
     to DP-CD at the same δ.  The ledger has one budget line for each; their ε
-    add up to the target.
+    add up to the target.  Parameters other than ``bounds`` are as in
+    :func:`calibrate_dp_cd`.
 
     Parameters
     ----------
@@ -213,7 +214,6 @@ def calibrate_dp_cd_p(n, p, passes, clip, epsilon, delta, bounds=None,
         Public bounds b_j on the per-sample constants; needed for the
         smoothness noise scales, returned in ``extra["smoothness_scales"]``.
         Defaults to 1 (the multiplier does not depend on it).
-    Other parameters are as in :func:`calibrate_dp_cd`.
     """
     check_choice(smoothness_sensitivity, "smoothness_sensitivity", SENSITIVITIES)
     eps_smooth, eps_cd = split_smoothness_budget(epsilon, smoothness_fraction)
