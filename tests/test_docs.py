@@ -63,3 +63,81 @@ def test_docs_build_fails_on_a_broken_link_not_on_a_page_outside_the_nav(tmp_pat
     warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
     assert any("missing_page.md" in line for line in warnings), done.stderr[-5000:]
     assert any("no-such-anchor" in line for line in warnings), done.stderr[-5000:]
+
+
+# --- config/README.md documents every key of the config schema ---------------
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+CONFIG_README = ROOT / "config" / "README.md"
+
+
+def _schema_keys(schema):
+    """(parent, name, node) for every property the schema defines, walking
+    nested objects, ``$ref`` to ``$defs``, ``oneOf`` and ``additionalProperties``."""
+    defs = schema.get("$defs", {})
+    found, seen = [], set()
+
+    def walk(node, parent):
+        if not isinstance(node, dict):
+            return
+        ref = node.get("$ref")
+        if ref is not None:
+            name = ref.rsplit("/", 1)[-1]
+            if (name, parent) not in seen:
+                seen.add((name, parent))
+                walk(defs[name], parent)
+        for name, child in node.get("properties", {}).items():
+            found.append((parent, name, child))
+            walk(child, name)
+        for key in ("additionalProperties", "items"):
+            walk(node.get(key), parent)
+        for child in node.get("oneOf", []):
+            walk(child, parent)
+
+    walk(schema, None)
+    return found
+
+
+def _table_rows(text):
+    """Markdown table rows as lists of cells."""
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.lstrip().startswith("|")]
+
+
+def _flow(value):
+    """A default as the README writes it: YAML flow style (``null``, ``[1.0]``)."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
+
+
+def test_config_readme_names_every_schema_key():
+    """Every property of the schema (top level, mlflow/data/report, datasets,
+    experiments and their problem/privacy/alpha_grid, every solver and its keys,
+    variants, figures) appears in config/README.md in code."""
+    import re
+
+    keys = _schema_keys(yaml.safe_load(SCHEMA.read_text()))
+    assert len(keys) > 60  # the walk reaches the solvers' keys
+    text = CONFIG_README.read_text()
+    fences = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.S | re.M)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+    code = " ".join(fences + inline)
+    missing = sorted({f"{parent}.{name}" for parent, name, _ in keys
+                      if not re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code)})
+    assert not missing, f"config/README.md does not document {missing}"
+
+
+def test_config_readme_gives_every_schema_default():
+    """Each default of the schema is in the README's row of its key, or in its
+    parent's row as `key` (default `value`) (the solvers' table)."""
+    rows = _table_rows(CONFIG_README.read_text())
+    checked = 0
+    for parent, name, node in _schema_keys(yaml.safe_load(SCHEMA.read_text())):
+        if "default" not in node or "properties" in node:
+            continue  # no default, or a section (its own keys' defaults are checked)
+        value = _flow(node["default"])
+        own = [row for row in rows if row[0] == f"`{name}`"]
+        in_parent = [row for row in rows if row[0] == f"`{parent}`"]
+        ok = (any(f"`{value}`" in " ".join(row[1:]) for row in own)
+              or any(f"`{name}` (default `{value}`" in " ".join(row[1:]) for row in in_parent))
+        assert ok, f"config/README.md: default {value} of {parent}.{name} not in its row"
+        checked += 1
+    assert checked >= 20
