@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,3 +140,71 @@ def test_config_readme_gives_every_schema_default():
         assert ok, f"config/README.md: default {value} of {parent}.{name} not in its row"
         checked += 1
     assert checked >= 20
+
+
+# --- CITATION.cff, LICENSE -------------------------------------------------------
+CFF_SCHEMA = ROOT / "tests" / "data" / "cff" / "schema-1.2.0.json"
+
+
+def _cff_errors(document):
+    """Validation errors of a CFF document against the CFF 1.2.0 JSON Schema
+    (a copy in tests/data/cff: nothing is fetched), dates as the YAML strings."""
+    import datetime
+    import json
+
+    import jsonschema
+
+    def plain(value):  # YAML reads 2021-05-01 as a date; CFF's schema wants the string
+        if isinstance(value, datetime.date):
+            return value.isoformat()
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    schema = json.loads(CFF_SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(
+        schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(plain(document))]
+
+
+def test_citation_cff_is_valid_cff_1_2_0():
+    document = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert document["cff-version"] == "1.2.0"
+    assert _cff_errors(document) == []
+    # the validator does reject what CFF forbids
+    broken = {k: v for k, v in document.items() if k != "authors"}
+    assert any("authors" in error for error in _cff_errors(broken))
+    assert _cff_errors({**document, "references": [{"type": "paper", "title": "x"}]})
+
+
+def test_citation_cites_the_three_papers_and_agrees_with_pyproject():
+    import tomllib
+
+    document = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert document["version"] == project["version"]
+    assert document["license"] == project["license"] == "BSD-3-Clause"
+    assert (ROOT / "LICENSE").read_text().startswith("BSD 3-Clause License")
+    cited = {(ref["authors"][0]["family-names"], ref["year"]): ref["title"]
+             for ref in document["references"]}
+    assert cited == {
+        ("Damaskinos", 2021): "Differentially Private Stochastic Coordinate Descent",
+        ("Mangold", 2022):
+            "Differentially Private Coordinate Descent for Composite Empirical Risk Minimization",
+        ("Mangold", 2023):
+            "High-Dimensional Private Empirical Risk Minimization by Greedy Coordinate Descent",
+    }
+
+
+def test_changelog_has_unreleased_and_the_current_version():
+    """Keep a Changelog: an Unreleased section first, then one per version,
+    the one pyproject.toml declares among them."""
+    import re
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    headings = re.findall(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), flags=re.M)
+    assert headings[0] == "Unreleased"
+    assert version in headings[1:]
