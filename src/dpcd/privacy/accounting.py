@@ -39,6 +39,14 @@ sensitivity is computed under the run's relation (see :data:`RELATIONS`):
 * Poisson sampling: add-or-remove-one (or replace-with-zero-record,
   ``REPLACE_SPECIAL``), sensitivity = bound on one record's contribution.
   Both accountants support it.
+* Poisson sampling under replace-one: PLD only (``dp_accounting``'s RDP
+  accountant refuses it).  The PLD accountant then compares
+  ``q·N(−1, z²) + (1−q)·N(0, z²)`` with ``q·N(+1, z²) + (1−q)·N(0, z²)``
+  (``privacy_loss_mechanism.AdditiveNoisePrivacyLoss``, REPLACE adjacency):
+  ``z`` is relative to the bound r on the norm of one record's contribution
+  *around zero* (r = C for a clipped gradient), half the replace-one
+  sensitivity 2r.  Callers scale the noise by r, not 2r
+  (:data:`POISSON_REPLACE_ONE_UNIT`).
 * Sampling without replacement: replace-one, sensitivity = replace-one
   sensitivity of the batch statistic; RDP only (Wang et al. 2019, Thm 27).
 """
@@ -71,6 +79,20 @@ def neighboring_relation(name: str):
 
 
 ACCOUNTANTS = ("rdp", "pld")
+
+# Under replace-one with Poisson sampling the PLD accountant's unit is one
+# record's contribution, i.e. this fraction of the replace-one sensitivity
+# (see the module docstring); every other (event, relation) pair's unit is
+# the sensitivity itself.
+POISSON_REPLACE_ONE_UNIT = 0.5
+
+
+def sensitivity_unit(spec: tuple, relation: str) -> float:
+    """Fraction of the ℓ2 sensitivity under ``relation`` that one unit of the
+    noise multiplier of ``spec`` stands for: noise std = z · unit · sensitivity."""
+    if spec[0] == "poisson_gaussian" and relation == "replace_one":
+        return POISSON_REPLACE_ONE_UNIT
+    return 1.0
 
 # PLD discretisation of the privacy-loss values.  The PLD accountant is
 # pessimistic (an upper bound on ε) at any interval; 1e-3 keeps one DP-SGD
@@ -129,10 +151,10 @@ def accountant_relation(spec: tuple, relation: str, kind: str):
         # Sensitivity-normalised unsampled release (see module docstring).
         return "ADD_OR_REMOVE_ONE"
     if event_kind == "poisson_gaussian":
-        if relation == "replace_one":
+        if relation == "replace_one" and kind != "pld":
             raise ValueError(
-                "relation: Poisson-sampled events are accounted under add_or_remove_one "
-                "or replace_special, not replace_one"
+                "accountant: Poisson sampling under replace_one is supported by the "
+                "pld accountant only"
             )
         return RELATIONS[relation]
     if event_kind == "wor_gaussian":
@@ -240,7 +262,10 @@ def _pld_bracket(spec, epsilon, delta, relation):
     search starts from the cheap RDP answer, which also keeps PLD away from
     tiny z, whose privacy-loss range would not fit in memory.
     """
-    z_rdp = _calibrate(spec, epsilon, delta, "rdp", relation)[0]
+    # No RDP under Poisson replace-one: start from the add-or-remove answer
+    # (the searches below move up or down from wherever it lands).
+    start = "add_or_remove_one" if sensitivity_unit(spec, relation) != 1.0 else relation
+    z_rdp = _calibrate(spec, epsilon, delta, "rdp", start)[0]
     pld = functools.partial(epsilon_of, spec, delta=delta, kind="pld", relation=relation)
     lo = PLD_PROBE * z_rdp
     if pld(lo) > epsilon:  # the answer is above the probe
