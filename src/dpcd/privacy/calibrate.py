@@ -333,6 +333,7 @@ def calibrate_dp_cd_p(n, p, passes, clip, epsilon, delta, bounds=None,
     Other parameters are as in :func:`calibrate_dp_cd`.
     """
     check_choice(smoothness_sensitivity, "smoothness_sensitivity", SENSITIVITIES)
+    relation = resolve_relation(relation, "dp_cd_p")
     eps_smooth, eps_cd = split_smoothness_budget(epsilon, smoothness_fraction)
     cal = calibrate_dp_cd(n, p, passes, clip, eps_cd, delta, accountant=accountant,
                           relation=relation)
