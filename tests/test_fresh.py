@@ -125,7 +125,7 @@ def _selected():
     return pd.DataFrame({
         "solver": ["dp_cd", "dp_cd", "dp_sgd", "dp_sgd"], "epsilon": 1.0, "passes": [2, 5, 2, 5],
         "rel_error_mean": [0.04, 0.03, 0.05, 0.06], "rel_error_std": 0.01,
-        "config_id": ["a1", "a2", "b1", "b2"],
+        "config_id": ["a1", "a2", "b1", "b2"], "neighbouring": "replace_one",
     })
 
 
@@ -154,7 +154,7 @@ def test_fresh_table_puts_both_numbers_side_by_side():
     assert row.loc["a1", "fresh_time_mean"] == pytest.approx(0.25)  # last iterates' times
     assert np.isnan(row.loc["b2", "fresh_rel_error_mean"])  # no fresh runs for it
     text = fresh_markdown(table, "exp", 2)
-    assert "| dp_cd | 1 | 0.0400 / 0.1200 | 0.0300 / 0.1200 |" in text
+    assert "| dp_cd | replace_one | 1 | 0.0400 / 0.1200 | 0.0300 / 0.1200 |" in text
     metrics = fresh_metrics(table)
     assert metrics["fresh_rel_error.dp_cd.eps1.passes2"] == pytest.approx(0.12)
     # best cell on the selection seeds is passes 5 for dp_cd: its fresh value
@@ -252,7 +252,7 @@ def test_summary_of_a_validation_experiment_takes_both_test_metrics_from_the_fre
     table = add_fresh(stacked, {"exp": fresh})
     assert list(table["test_metric_median"]) == [0.8, 0.81, 0.7, 0.71]
     text = fresh_summary_markdown(table)
-    assert "| exp | dp_cd | 1 | 0.8 / 0.75 | 0.81 / 0.8 |" in text
+    assert "| exp | dp_cd | replace_one | 1 | 0.8 / 0.75 | 0.81 / 0.8 |" in text
     # without the selected-on metric the section is left out, not a crash
     assert "Test metric" not in fresh_summary_markdown(table.drop(columns="test_metric_median"))
 

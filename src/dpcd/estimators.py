@@ -11,8 +11,19 @@ way.
 Privacy notes (see DESIGN.md, "Privacy conventions")
 -----------------------------------------------------
 * The guarantee is (ε, δ)-DP for ``coef_`` and ``intercept_`` under the
-  replace-one relation, with ``n_samples`` public; the full account is
-  ``privacy_ledger_``.
+  ``neighbouring`` relation (default replace-one, with ``n_samples``
+  public), the same for every solver so that two models at one ε compare
+  like for like; the full account is ``privacy_ledger_``.  Per solver
+  (:mod:`dpcd.privacy.calibrate`): dp_cd, dp_cd_p, dp_gcd and primal_dp_scd
+  run under replace-one only (means over a public n); dp_sgd's clipped sum
+  has sensitivity 2C under replace-one (Poisson batches, PLD accountant), C
+  under add-or-remove-one or the zero record; dp_scd runs under replace-one
+  (sensitivity 2√2·C) or the zero record (√2·C, the paper's); seq_dp_scd
+  under replace-one samples fixed-size batches without replacement (Lemma
+  5), under the zero record Poisson batches.  ``neighbouring="paper"``
+  calibrates each solver under its paper's relation (DP-SGD
+  add-or-remove-one, DP-SCD the zero record), the protocols the published
+  tables mix.
 * Quantities computed from the data and used without noise are listed in
   ``privacy_ledger_.nonprivate_inputs``: ``exact_smoothness`` (dp_cd: the
   M_j set the steps and clipping thresholds), ``smoothness_bounds_from_data``
@@ -149,6 +160,8 @@ class _BaseDPLinear(BaseEstimator):
         step = _check_positive(self.step, "step")
         clip = _check_positive(self.clip, "clip")
         accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        privacy.check_neighbouring(solver, self.neighbouring)  # before any release
+        budget = Budget(epsilon, delta, accountant, self.neighbouring)
         datafit, penalty = make_problem(self._loss, self.penalty, self.alpha,
                                         self.l1_ratio)
         config = {"step": step, "clip": clip, "passes": passes}
@@ -204,7 +217,7 @@ class _BaseDPLinear(BaseEstimator):
         )
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = get_adapter(solver)(
-            problem, config, seed, Budget(epsilon, delta, accountant), estimate
+            problem, config, seed, budget, estimate
         )
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
@@ -220,6 +233,8 @@ class _BaseDPLinear(BaseEstimator):
         passes = _check_positive_int(self.passes, "passes")
         clip = _check_positive(self.clip, "clip")
         accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        privacy.check_neighbouring(solver, self.neighbouring)  # before any release
+        budget = Budget(epsilon, delta, accountant, self.neighbouring)
         if self.penalty != "l2":
             raise ValueError(f"penalty must be 'l2' for {solver} (the paper's "
                              f"(lambda/2)||w||^2), got {self.penalty!r}")
@@ -252,7 +267,7 @@ class _BaseDPLinear(BaseEstimator):
         seq = np.random.SeedSequence(_seed_of(self.random_state))
         seed = [int(s) for s in seq.spawn(1)[0].generate_state(4)]
         result, ledger = get_adapter(solver)(
-            problem, config, seed, Budget(epsilon, delta, accountant), None
+            problem, config, seed, budget, None
         )
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
@@ -371,6 +386,12 @@ _PARAMETERS_DOC = """
         of norm > 1.  Ignored by the other solvers.
     accountant : {"auto", "rdp", "pld", "paper"}, default="auto"
         Accountant of the calibration (see :mod:`dpcd.privacy`).
+    neighbouring : {"replace_one", "add_or_remove_one", "replace_special", \
+"paper"}, default="replace_one"
+        Neighbouring relation of the guarantee (see the privacy notes): one
+        record replaced by any other, added or removed, or replaced by the
+        zero record; ``"paper"`` is each solver's paper's own.  A solver not
+        calibrated under the relation refuses it in ``fit``.
     random_state : int, RandomState instance or None, default=None
         Seed of the run's ``numpy.random.SeedSequence``; same int, same model
         bit for bit.  None draws fresh entropy.
@@ -431,7 +452,8 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
     def __init__(self, solver="dp_cd", epsilon=1.0, delta=None, passes=10, step=1.0,
                  clip=1.0, penalty="l1", alpha=0.1, l1_ratio=0.5, fit_intercept=False,
                  smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
-                 rule="gs_r", normalize_rows=True, accountant="auto", random_state=None):
+                 rule="gs_r", normalize_rows=True, accountant="auto", random_state=None,
+                 neighbouring="replace_one"):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -449,6 +471,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
+        self.neighbouring = neighbouring
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.
@@ -522,7 +545,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
                  step=1.0, clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5,
                  fit_intercept=False, smoothness_fraction=0.1, smoothness_bound=None,
                  batch_size=1, rule="gs_r", normalize_rows=True, accountant="auto",
-                 random_state=None):
+                 random_state=None, neighbouring="replace_one"):
         self.solver = solver
         self.loss = loss
         self.epsilon = epsilon
@@ -541,6 +564,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
+        self.neighbouring = neighbouring
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.

@@ -77,7 +77,11 @@ import numpy as np
 
 from dpcd.privacy import cache
 from dpcd.privacy.accounting import PLD_DISCRETIZATION, neighboring_relation
-from dpcd.privacy.calibrate import ACCOUNTANT_CHOICES, Calibration
+from dpcd.privacy.calibrate import (
+    ACCOUNTANT_CHOICES,
+    Calibration,
+    resolve_relation,
+)
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import (
     check_choice,
@@ -195,7 +199,8 @@ def selection_weights(rule, penalty, alpha, smoothness):
 
 def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
                      composition="auto", smoothness=None, accountant=None,
-                     rule="gs_r", penalty="none", alpha=0.0) -> Calibration:
+                     rule="gs_r", penalty="none", alpha=0.0,
+                     relation="replace_one") -> Calibration:
     """Calibrate DP-GCD: Laplace scales for the noisy-max scores and the gradient entry.
 
     Parameters
@@ -224,6 +229,9 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
     penalty : {"none", "l1", "l2"}, default="none"
     alpha : float, default=0.0
         Penalty strength (enters κ_j for L2).
+    relation : {"replace_one", "paper"}, default="replace_one"
+        Replace-one only, as DP-CD: the gradients are means over a public n
+        (:mod:`dpcd.privacy.calibrate`); any other relation is refused.
 
     Returns
     -------
@@ -236,6 +244,7 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
         ``extra["rule"]``.
     """
     n, epsilon, delta = check_n(n), check_epsilon(epsilon), check_delta(delta)
+    resolve_relation(relation, "dp_gcd")
     p = check_positive_int(p, "p")
     steps = check_positive_int(iterations, "iterations")
     if accountant is not None:

@@ -178,9 +178,10 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
+    neighbouring = privacy_spec.get("neighbouring", "replace_one")
     rows, records = [], []
     started = clock.monotonic()
-    budgets = [Budget(config["epsilon"], delta, accountant) for config in configs]
+    budgets = [Budget(config["epsilon"], delta, accountant, neighbouring) for config in configs]
     many = MANY.get(spec.get("adapter", spec["solver"])) if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
     # of configurations whose final iterates (block x seeds x features) stay
@@ -284,6 +285,9 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
         ledger.epsilon_achieved if ledger is not None else np.nan for ledger in ledgers
     ]
     columns["epsilon_achieved"] = np.repeat(achieved, n_points)
+    # the relation the run's guarantee holds under ("none": not private)
+    columns["neighbouring"] = next(
+        (ledger.neighbouring for ledger in ledgers if ledger is not None), "none")
     return columns
 
 
@@ -325,7 +329,7 @@ def _empty_table():
     columns = [
         "experiment", "solver", "config_id", "epsilon", "delta", "passes",
         "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
-        *HYPERPARAMETERS, "epsilon_achieved", "nonprivate_inputs",
+        *HYPERPARAMETERS, "epsilon_achieved", "neighbouring", "nonprivate_inputs",
         "metric", "val_metric", "test_metric", "nnz_correct", "nnz_incorrect",
     ]
     return pd.DataFrame({name: [] for name in columns})
