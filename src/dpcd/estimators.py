@@ -64,6 +64,7 @@ from dpcd import privacy
 from dpcd.problems import make_problem
 from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.sweep.adapters import Budget, get_adapter
+from dpcd.sweep.grid import run_entropy
 from dpcd.sweep.problem import SweepProblem
 
 SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd", "seq_dp_scd", "primal_dp_scd")
@@ -185,8 +186,10 @@ class _BaseDPLinear(BaseEstimator):
             smoothness = np.append(smoothness, datafit.per_sample_smoothness(
                 np.ones((1, 1)))[0, 0])
 
-        # one SeedSequence per fit: one stream for the solver, one for smoothness
-        seq = np.random.SeedSequence(_seed_of(self.random_state))
+        # one SeedSequence per fit, from random_state and the fit's settings
+        # (releases compared or combined must be independent: run_entropy);
+        # one stream for the solver, one for smoothness
+        seq = self._seed_sequence(solver, epsilon, delta, accountant, config)
         solver_ss, smooth_ss = seq.spawn(2)
         estimate = None
         if solver == "dp_cd_p":
@@ -249,7 +252,7 @@ class _BaseDPLinear(BaseEstimator):
             smoothness=np.full(X.shape[1], np.nan), global_smoothness=np.nan,
             max_abs=np.abs(X).max(axis=0),
         )
-        seq = np.random.SeedSequence(_seed_of(self.random_state))
+        seq = self._seed_sequence(solver, epsilon, delta, accountant, config)
         seed = [int(s) for s in seq.spawn(1)[0].generate_state(4)]
         result, ledger = get_adapter(solver)(
             problem, config, seed, Budget(epsilon, delta, accountant), None
@@ -259,6 +262,21 @@ class _BaseDPLinear(BaseEstimator):
         self.n_iter_ = passes
         self.n_updates_ = int(result.n_updates)
         return result.w * self.row_scale_
+
+    def _seed_sequence(self, solver, epsilon, delta, accountant, config):
+        """``SeedSequence(run_entropy(random_state, settings))``: fits that differ in
+        any setting (epsilon, step, clip, ...) draw independent noise, even with
+        the same ``random_state``; the same settings and int give the same model."""
+        identity = {
+            "estimator": type(self).__name__, "solver": solver, "loss": self._loss,
+            "epsilon": epsilon, "delta": delta, "accountant": accountant,
+            "penalty": self.penalty, "alpha": float(self.alpha),
+            "l1_ratio": float(self.l1_ratio), "fit_intercept": bool(self.fit_intercept),
+            **config,
+        }
+        if solver == "dp_cd_p":
+            identity["smoothness_fraction"] = float(self.smoothness_fraction)
+        return np.random.SeedSequence(run_entropy(_seed_of(self.random_state), identity))
 
     def _normalise(self, X):
         """Rows scaled to norm ``row_scale_`` (zero rows stay zero)."""
@@ -372,8 +390,12 @@ _PARAMETERS_DOC = """
     accountant : {"auto", "rdp", "pld", "paper"}, default="auto"
         Accountant of the calibration (see :mod:`dpcd.privacy`).
     random_state : int, RandomState instance or None, default=None
-        Seed of the run's ``numpy.random.SeedSequence``; same int, same model
-        bit for bit.  None draws fresh entropy.
+        Seed of the run's ``numpy.random.SeedSequence``, which also takes the
+        fit's settings (``dpcd.sweep.grid.run_entropy``): same int and
+        settings, same model bit for bit; fits that differ in any setting
+        draw independent noise.  None draws fresh entropy.  A recorded seed
+        lets anyone who has it subtract the noise: fix it to reproduce
+        research, leave it None for a model you release.
 """
 
 _ATTRIBUTES_DOC = """

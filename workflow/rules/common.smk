@@ -160,6 +160,7 @@ def private_smoothness_params(wildcards):
     exp = _experiment(wildcards.experiment)
     return _json(
         {
+            "experiment": wildcards.experiment,
             "privacy": exp["privacy"],
             "seeds": exp["seeds"],
             "base_seed": exp["base_seed"],
