@@ -71,7 +71,7 @@ SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd", "seq_dp_scd", "prim
 RULES = ("gs_r", "gs_s", "gs_q", "smooth")
 # DP-SCD (Damaskinos et al. 2021): dual, sequential and primal variants
 SCD_SOLVERS = ("dp_scd", "seq_dp_scd", "primal_dp_scd")
-ACCOUNTANTS = ("auto", "rdp", "pld", "paper")
+ACCOUNTANTS = ("auto", "rdp", "pld", "paper", "paper_invalid_bound")
 
 # Checks of sklearn.utils.estimator_checks that cannot apply, by estimator
 # class name, with the reason (used by ``parametrize_with_checks`` in the
@@ -112,6 +112,31 @@ def _seed_of(random_state):
     )
 
 
+def _check_accountant(accountant, solver):
+    """The accountant a fit runs with; DP-GCD's paper calibration only on request.
+
+    DP-GCD's ``"paper"`` calibration (Theorem 4.2) runs report-noisy-max at
+    Delta/eps' over scores that are not monotone: the epsilon it reports is not
+    a valid bound. It is refused unless asked for by name,
+    ``"paper_invalid_bound"`` (to reproduce the paper; the ledger then
+    carries the caveat ``invalid_bound``).
+    """
+    accountant = check_choice(accountant, "accountant", ACCOUNTANTS)
+    if solver == "dp_gcd" and accountant == "paper":
+        raise ValueError(
+            "accountant='paper' with solver='dp_gcd' is the paper's calibration "
+            "(Theorem 4.2: noisy max at Delta/eps' over non-monotone scores), whose "
+            "epsilon is not a valid bound; use 'auto', 'rdp' or 'pld', or "
+            "accountant='paper_invalid_bound' to reproduce the paper (the ledger is "
+            "then tagged invalid_bound)")
+    if accountant == "paper_invalid_bound":
+        if solver != "dp_gcd":
+            raise ValueError("accountant='paper_invalid_bound' is DP-GCD's paper "
+                             f"calibration; solver {solver!r} has none: use 'paper'")
+        return "paper"
+    return accountant
+
+
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
             or int(value) != value or value < 1:
@@ -149,7 +174,7 @@ class _BaseDPLinear(BaseEstimator):
         passes = _check_positive_int(self.passes, "passes")
         step = _check_positive(self.step, "step")
         clip = _check_positive(self.clip, "clip")
-        accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        accountant = _check_accountant(self.accountant, solver)
         datafit, penalty = make_problem(self._loss, self.penalty, self.alpha,
                                         self.l1_ratio)
         config = {"step": step, "clip": clip, "passes": passes}
@@ -173,7 +198,12 @@ class _BaseDPLinear(BaseEstimator):
         else:
             smoothness = datafit.coordinate_smoothness(X)
         zero = np.flatnonzero(smoothness <= 0)
-        if zero.size:
+        # dp_cd and dp_gcd set their steps and thresholds from the exact M_j
+        # (a non-private input) and cannot use M_j = 0; dp_cd_p takes its
+        # constants from the private release (an all-zero column's coefficient
+        # then moves by noise alone) and dp_sgd uses none, so neither refuses
+        # a column by looking at it
+        if zero.size and solver in ("dp_cd", "dp_gcd"):
             raise ValueError(
                 f"column(s) {zero.tolist()} of X are all zero, so their smoothness "
                 "constant M_j is 0 and coordinate steps 1/M_j are undefined; drop them"
@@ -222,7 +252,7 @@ class _BaseDPLinear(BaseEstimator):
         delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
         passes = _check_positive_int(self.passes, "passes")
         clip = _check_positive(self.clip, "clip")
-        accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        accountant = _check_accountant(self.accountant, solver)
         if self.penalty != "l2":
             raise ValueError(f"penalty must be 'l2' for {solver} (the paper's "
                              f"(lambda/2)||w||^2), got {self.penalty!r}")
@@ -387,8 +417,13 @@ _PARAMETERS_DOC = """
         norm — ``1/sqrt(n_samples)`` for primal_dp_scd — in ``fit`` and
         ``predict`` (a per-record map, no privacy cost); False refuses rows
         of norm > 1.  Ignored by the other solvers.
-    accountant : {"auto", "rdp", "pld", "paper"}, default="auto"
-        Accountant of the calibration (see :mod:`dpcd.privacy`).
+    accountant : {"auto", "rdp", "pld", "paper", "paper_invalid_bound"}, \
+default="auto"
+        Accountant of the calibration (see :mod:`dpcd.privacy`).  dp_gcd
+        refuses ``"paper"``: the paper's calibration (Theorem 4.2) reports an
+        ε that is not a valid bound; ``"paper_invalid_bound"`` runs it anyway,
+        to reproduce the paper, and its ledger carries the caveat
+        ``invalid_bound``.
     random_state : int, RandomState instance or None, default=None
         Seed of the run's ``numpy.random.SeedSequence``, which also takes the
         fit's settings (``dpcd.sweep.grid.run_entropy``): same int and

@@ -233,7 +233,10 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 entropy = run_entropy(seed, run_identity(spec["experiment"], config))
                 result, ledger = adapter(problem, config, entropy, budget, estimate)
             if ledger is not None:
-                for name in nonprivate:
+                # what the data stage and the problem read off the data without
+                # noise (standardisation, lambda_max, dropped columns, ...) is
+                # part of every run's ledger
+                for name in (*nonprivate, *problem.nonprivate_inputs):
                     ledger = ledger.add_nonprivate_input(name)
             objectives.append(np.asarray(result.objective, dtype=np.float64))
             checkpoints.append(result.passes_done)
@@ -448,6 +451,8 @@ def mlflow_runs(records, spec, problem):
         else:
             tags["privacy.private"] = "true"
             tags["privacy.accountant"] = ledger.accountant
+            # e.g. privacy.invalid_bound=true: the stated epsilon is no guarantee
+            tags.update({f"privacy.{caveat}": "true" for caveat in ledger.caveats})
             params.update(ledger.flat_params())
             metrics += [(k, v, 0) for k, v in ledger.flat_metrics().items()]
             # The optimisation mechanism is the last one (DP-CD-P's estimate comes first).
