@@ -276,6 +276,10 @@ SCD_CALIBRATORS = {
 # streams (see run_dp_sgd_many): same results, shared kernel calls.
 MANY = {"dp_sgd": run_dp_sgd_many}
 
+# Solvers that release nothing private and read no budget: their runs at two
+# epsilons are the same run (same streams; dpcd.sweep.run.stream_identity).
+NONPRIVATE_ADAPTERS = frozenset({"cd", "scd", "sgd"})
+
 # Hyperparameters that index a configuration (columns of the tidy table).
 HYPERPARAMETERS = ("step", "clip", "batch_size")
 

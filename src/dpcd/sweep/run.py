@@ -15,7 +15,7 @@ from dpcd import privacy
 from dpcd.data.io import atomic_write
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
-from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, Budget, get_adapter
+from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, NONPRIVATE_ADAPTERS, Budget, get_adapter
 from dpcd.sweep.grid import (
     chunk_of,
     config_id,
@@ -156,6 +156,16 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     return run_configurations(spec, configs, seeds, problem, f_star, private_estimates, w_star)
 
 
+def stream_identity(spec, config):
+    """What a run's streams are keyed by (:func:`dpcd.sweep.grid.run_identity`):
+    the experiment and the configuration, without epsilon for a solver that
+    reads no budget (:data:`dpcd.sweep.adapters.NONPRIVATE_ADAPTERS`), whose runs
+    at two epsilons are then one run."""
+    if spec.get("adapter", spec["solver"]) in NONPRIVATE_ADAPTERS:
+        config = {k: v for k, v in config.items() if k != "epsilon"}
+    return run_identity(spec["experiment"], config)
+
+
 # Final iterates a block of configurations run together may hold (128 MB)
 TOGETHER_ENTRIES = 1 << 24
 
@@ -175,7 +185,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     seeds : list of int
         Integer replicate seeds, one run per configuration and seed; run
         (config, seed) seeds its streams with
-        ``run_entropy(seed, run_identity(experiment, config))``
+        ``run_entropy(seed, stream_identity(spec, config))``
         (:func:`dpcd.sweep.grid.run_entropy`), so that no two configurations
         share a draw.
     nonprivate : tuple of str
@@ -215,7 +225,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             block_ms, first = start_ms, done - 1
             block = slice(first, first + per_block)
             for s, seed in enumerate(seeds):
-                entropies = [run_entropy(seed, run_identity(spec["experiment"], config))
+                entropies = [run_entropy(seed, stream_identity(spec, config))
                              for config in configs[block]]
                 for c, pair in enumerate(many(problem, configs[block], entropies,
                                               budgets[block])):
@@ -230,7 +240,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 result, ledger = ran.pop((done - 1, seed_index))
             else:
                 estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
-                entropy = run_entropy(seed, run_identity(spec["experiment"], config))
+                entropy = run_entropy(seed, stream_identity(spec, config))
                 result, ledger = adapter(problem, config, entropy, budget, estimate)
             if ledger is not None:
                 # what the data stage and the problem read off the data without
