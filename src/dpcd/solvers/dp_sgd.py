@@ -512,8 +512,9 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     passes : float
         Number of passes, > 0; ``T = ceil(passes * n_samples / batch_size)``
         steps (the count :func:`dpcd.privacy.calibrate_dp_sgd` assumes).
-    seed : int or None
-        Seed of ``numpy.random.SeedSequence`` (streams: sampling, noise).
+    seed : int, sequence of int or None
+        Seed of ``numpy.random.SeedSequence``, spawned into the sampling and
+        noise streams (:mod:`dpcd.solvers._dp_sgd_independent`).
     batch_size : float, default=1
         Expected batch size ``b``.
     global_smoothness : float, optional
@@ -530,7 +531,7 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
         ``extra`` holds ``n_steps``, ``step_size``, ``global_smoothness``,
         ``sampling_rate``, ``runs_in_call`` (1) and ``inclusions`` (steps
         each sample was selected in). ``time`` covers sampling, noise and
-        updates. :func:`dp_sgd_many` runs several settings on one seed at once.
+        updates. :func:`dp_sgd_many` runs several settings in shared kernel calls.
 
     References
     ----------
