@@ -157,3 +157,43 @@ def test_independent_runs_are_each_the_run_alone(n_runs, monkeypatch):
     with pytest.raises(ValueError, match="one seed per run"):
         dp_sgd_many(X, y, datafit, penalty, steps=steps, clips=clips, noise_scales=scales,
                     passes=passes, seeds=seeds[:-1] + [[0]] * 2)
+
+
+def test_dp_cd_runs_differing_only_in_epsilon_draw_independent_noise():
+    """X = I (sparse), y = 0, no penalty, a tiny step gamma: an update of
+    coordinate j is w_j <- (1 - gamma) w_j - gamma noise (M_j = 1, the gradient
+    w_j far below the clipping threshold), so w_j / (gamma sigma_j) is minus the
+    sum of the normals drawn for j, up to O(gamma). Across coordinates, the two
+    epsilons' vectors are uncorrelated; one shared stream made them equal."""
+    import scipy.sparse as sp
+
+    from dpcd.sweep.adapters import run_dp_cd
+    from dpcd.sweep.run import stream_identity
+
+    p, gamma = 3000, 1e-6
+    X = sp.identity(p, format="csc") * np.sqrt(p / 2.0)  # M_j = (2/n) x_j.x_j = 1
+    datafit, penalty = make_problem("squares", "none", 0.0)
+    problem = SweepProblem(X=X, y=np.zeros(p), datafit=datafit, penalty=penalty,
+                           smoothness=np.ones(p), global_smoothness=1.0,
+                           max_abs=np.full(p, np.sqrt(p / 2.0)), loss="squares")
+    spec = {"experiment": "e", "solver": "dp_cd"}
+    standardised = {}
+    for seeds in ("derived", "shared"):
+        out = []
+        for epsilon in (1.0, 2.0):
+            config = {"solver": "dp_cd", "epsilon": epsilon, "passes": 3, "step": gamma,
+                      "clip": 1.0}
+            seed = (run_entropy(5, stream_identity(spec, config)) if seeds == "derived"
+                    else 5)
+            result, ledger = run_dp_cd(problem, config, seed, Budget(epsilon, 1e-3))
+            scales = np.asarray(ledger.mechanisms[-1].noise_scale)
+            out.append(-result.w / (gamma * scales))
+        standardised[seeds] = out
+    a, b = standardised["derived"]
+    moved = (a != 0) & (b != 0)  # coordinates updated in both runs
+    assert moved.sum() > 0.8 * p  # each run updates a coordinate w.p. 1 - exp(-3)
+    assert 1 < np.std(a[moved]) < 3  # sums of about 3 standard normals
+    r = np.corrcoef(a[moved], b[moved])[0, 1]
+    # independent: r ~ N(0, 1/2700), |r| < 4 standard deviations
+    assert abs(r) < 4 / np.sqrt(moved.sum()), r
+    np.testing.assert_allclose(*standardised["shared"], rtol=1e-4)
