@@ -180,6 +180,7 @@ def private_smoothness_params(wildcards):
     exp = _experiment(wildcards.experiment)
     return _json(
         {
+            "experiment": wildcards.experiment,
             # the estimate is replace-one whatever the experiment's relation
             "privacy": {k: v for k, v in exp["privacy"].items() if k != "neighbouring"},
             "seeds": exp["seeds"],

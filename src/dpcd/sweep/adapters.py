@@ -84,13 +84,14 @@ def run_dp_cd_p(problem, config, seed, budget, private_smoothness=None):
 def run_dp_sgd(problem, config, seed, budget, private_smoothness=None):
     """Proximal DP-SGD with Poisson-sampled batches (the papers' baseline),
     calibrated under ``budget.neighbouring`` (sensitivity C, or 2C replace-one)."""
-    return run_dp_sgd_many(problem, [config], seed, [budget])[0]
+    return run_dp_sgd_many(problem, [config], [seed], [budget])[0]
 
 
-def run_dp_sgd_many(problem, configs, seed, budgets):
-    """:func:`run_dp_sgd` for several configurations on one seed: one kernel
-    call per batch size (:func:`dpcd.solvers.dp_sgd_many`), each run bit for
-    bit the run alone; its ``time`` is an amortised share of the call.
+def run_dp_sgd_many(problem, configs, seeds, budgets):
+    """:func:`run_dp_sgd` for several configurations, ``seeds[k]`` the seed of
+    ``configs[k]``: kernel calls per batch size (:func:`dpcd.solvers.dp_sgd_many`
+    with one seed per run: no shared draws), each run bit for bit the run
+    alone; its ``time`` is an amortised share of the call.
 
     Returns
     -------
@@ -116,7 +117,8 @@ def run_dp_sgd_many(problem, configs, seed, budgets):
             clips=[configs[i]["clip"] for i in indices],
             noise_scales=[c.noise_scales for c in calibrations],
             passes=[configs[i]["passes"] for i in indices],
-            seed=seed, batch_size=batch_size, global_smoothness=beta, check_input=False,
+            seeds=[seeds[i] for i in indices], batch_size=batch_size,
+            global_smoothness=beta, check_input=False,
         )
         for i, result, calibration in zip(indices, results, calibrations):
             ledger = calibration.ledger
@@ -281,9 +283,13 @@ SCD_CALIBRATORS = {
     "primal_dp_scd": calibrate_primal_dp_scd,
 }
 
-# Solvers whose runs on one seed share their randomness and run together
-# (see run_dp_sgd_many): same results, one kernel call for many configurations.
+# Solvers whose runs of one replicate seed run together, each on its own
+# streams (see run_dp_sgd_many): same results, shared kernel calls.
 MANY = {"dp_sgd": run_dp_sgd_many}
+
+# Solvers that release nothing private and read no budget: their runs at two
+# epsilons are the same run (same streams; dpcd.sweep.run.stream_identity).
+NONPRIVATE_ADAPTERS = frozenset({"cd", "scd", "sgd"})
 
 # Hyperparameters that index a configuration (columns of the tidy table).
 HYPERPARAMETERS = ("step", "clip", "batch_size")
