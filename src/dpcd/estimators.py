@@ -138,6 +138,7 @@ class _BaseDPLinear(BaseEstimator):
         """
         n_samples, n_features = X.shape
         solver = check_choice(self.solver, "solver", SOLVERS)
+        noise = self._check_noise(solver)
         if solver in SCD_SOLVERS:
             return self._fit_scd(X, y, solver)
         if self._loss == "hinge":
@@ -149,6 +150,8 @@ class _BaseDPLinear(BaseEstimator):
         step = _check_positive(self.step, "step")
         clip = _check_positive(self.clip, "clip")
         accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        if noise == "secure":
+            accountant = privacy.secure.check_accountant(accountant)
         datafit, penalty = make_problem(self._loss, self.penalty, self.alpha,
                                         self.l1_ratio)
         config = {"step": step, "clip": clip, "passes": passes}
@@ -186,12 +189,14 @@ class _BaseDPLinear(BaseEstimator):
                 np.ones((1, 1)))[0, 0])
 
         # one SeedSequence per fit: one stream for the solver, one for smoothness
-        seq = np.random.SeedSequence(_seed_of(self.random_state))
+        # (secure: 128 bits from the OS, held only in this frame)
+        seq = np.random.SeedSequence(privacy.secure.secure_entropy() if noise == "secure"
+                                     else _seed_of(self.random_state))
         solver_ss, smooth_ss = seq.spawn(2)
         estimate = None
         if solver == "dp_cd_p":
             estimate = self._private_smoothness(X[:, :n_features], datafit, epsilon,
-                                                np.random.default_rng(smooth_ss))
+                                                np.random.default_rng(smooth_ss), noise)
             if self.fit_intercept:  # the constant feature's M_j is public
                 estimate["smoothness"] = np.append(estimate["smoothness"],
                                                    smoothness[-1])
@@ -204,7 +209,7 @@ class _BaseDPLinear(BaseEstimator):
         )
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = get_adapter(solver)(
-            problem, config, seed, Budget(epsilon, delta, accountant), estimate
+            problem, config, seed, Budget(epsilon, delta, accountant, noise), estimate
         )
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
@@ -266,7 +271,21 @@ class _BaseDPLinear(BaseEstimator):
         norms[norms == 0] = 1.0
         return X * (self.row_scale_ / norms)[:, None]
 
-    def _private_smoothness(self, X, datafit, epsilon, rng):
+    def _check_noise(self, solver):
+        """``self.noise``, refusing what the secure mode does not cover."""
+        noise = check_choice(self.noise, "noise", privacy.secure.NOISE_MODES)
+        if noise == "secure":
+            if solver not in privacy.secure.SECURE_SOLVERS:
+                raise ValueError(f"noise='secure' covers solver "
+                                 f"{' or '.join(privacy.secure.SECURE_SOLVERS)}, "
+                                 f"not {solver!r}; use noise='fast'")
+            if self.random_state is not None:
+                raise ValueError("noise='secure' draws its seeds from the OS and never "
+                                 "records them: random_state must be None (a fixed "
+                                 f"random_state is the fast path), got {self.random_state!r}")
+        return noise
+
+    def _private_smoothness(self, X, datafit, epsilon, rng, noise="fast"):
         """Release the M_j privately with ``smoothness_fraction * epsilon`` (App. F)."""
         eps_smooth, _ = privacy.split_smoothness_budget(epsilon,
                                                         self.smoothness_fraction)
@@ -280,7 +299,7 @@ class _BaseDPLinear(BaseEstimator):
                     f"({X.shape[1]},) of numbers > 0, got {self.smoothness_bound!r}"
                 )
         M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
-                                                feature_bound=bound)
+                                                feature_bound=bound, noise=noise)
         return {"smoothness": M, "smoothness_fraction": self.smoothness_fraction,
                 "ledger": ledger.to_dict()}
 
@@ -374,6 +393,13 @@ _PARAMETERS_DOC = """
     random_state : int, RandomState instance or None, default=None
         Seed of the run's ``numpy.random.SeedSequence``; same int, same model
         bit for bit.  None draws fresh entropy.
+    noise : {"fast", "secure"}, default="fast"
+        ``"fast"``: floating-point samplers on a seeded generator (the
+        guarantee assumes an idealised sampler and a secret seed).
+        ``"secure"`` (dp_cd, dp_cd_p): released values rounded to a grid,
+        exact discrete Gaussian/Laplace noise from OpenDP and seeds from the
+        OS, never recorded; needs ``random_state=None`` and an ``"auto"``,
+        ``"rdp"`` or ``"paper"`` accountant (see docs/secure_noise.md).
 """
 
 _ATTRIBUTES_DOC = """
@@ -431,7 +457,8 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
     def __init__(self, solver="dp_cd", epsilon=1.0, delta=None, passes=10, step=1.0,
                  clip=1.0, penalty="l1", alpha=0.1, l1_ratio=0.5, fit_intercept=False,
                  smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
-                 rule="gs_r", normalize_rows=True, accountant="auto", random_state=None):
+                 rule="gs_r", normalize_rows=True, accountant="auto", random_state=None,
+                 noise="fast"):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -449,6 +476,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
+        self.noise = noise
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.
@@ -522,7 +550,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
                  step=1.0, clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5,
                  fit_intercept=False, smoothness_fraction=0.1, smoothness_bound=None,
                  batch_size=1, rule="gs_r", normalize_rows=True, accountant="auto",
-                 random_state=None):
+                 random_state=None, noise="fast"):
         self.solver = solver
         self.loss = loss
         self.epsilon = epsilon
@@ -541,6 +569,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
+        self.noise = noise
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcd.privacy.secure import GUARANTEES
+
 # Values are JSON scalars or lists of floats (per-coordinate scales).
 Number = float | list
 
@@ -147,6 +149,10 @@ class Ledger:
         One line per separately accounted group; totals are their sums.
     nonprivate_inputs : list of str
         Data-dependent inputs used without noise (e.g. ``"exact_smoothness"``).
+    noise : str
+        Which samplers ran: ``"fast"`` (floating point, seeded; the guarantee
+        assumes an idealised sampler and a secret seed) or ``"secure"``
+        (exact discrete samplers on a grid, see :mod:`dpcd.privacy.secure`).
     """
 
     algorithm: str
@@ -158,6 +164,7 @@ class Ledger:
     mechanisms: tuple[Mechanism, ...] = ()
     budget: tuple[BudgetLine, ...] = ()
     nonprivate_inputs: tuple[str, ...] = ()
+    noise: str = "fast"
 
     def __post_init__(self):
         # Accept lists from callers and from JSON; store tuples (immutable).
@@ -166,6 +173,8 @@ class Ledger:
         object.__setattr__(
             self, "nonprivate_inputs", tuple(sorted(set(self.nonprivate_inputs)))
         )
+        if self.noise not in GUARANTEES:
+            raise ValueError(f"noise must be one of {sorted(GUARANTEES)}, got {self.noise!r}")
 
     # -- construction -----------------------------------------------------
     def add_nonprivate_input(self, name: str) -> "Ledger":
@@ -197,6 +206,9 @@ class Ledger:
         relations = {led.neighbouring for led in ledgers}
         if len(relations) != 1:
             raise ValueError(f"ledgers: cannot combine neighbouring relations {sorted(relations)}")
+        modes = {led.noise for led in ledgers}
+        if len(modes) != 1:
+            raise ValueError(f"ledgers: cannot combine noise modes {sorted(modes)}")
         accountants = []
         for led in ledgers:
             for acc in led.accountant.split("+"):
@@ -212,6 +224,7 @@ class Ledger:
             mechanisms=[m for led in ledgers for m in led.mechanisms],
             budget=[b for led in ledgers for b in led.budget],
             nonprivate_inputs=[x for led in ledgers for x in led.nonprivate_inputs],
+            noise=ledgers[0].noise,
         )
 
     # -- serialisation ----------------------------------------------------
@@ -227,6 +240,8 @@ class Ledger:
             "mechanisms": [m.to_dict() for m in self.mechanisms],
             "budget": [b.to_dict() for b in self.budget],
             "nonprivate_inputs": list(self.nonprivate_inputs),
+            "noise": self.noise,
+            "noise_guarantee": GUARANTEES[self.noise],
         }
         return out
 
@@ -251,6 +266,7 @@ class Ledger:
             budget=[BudgetLine(**{k: v for k, v in b.items() if k in bnames})
                     for b in data.get("budget", [])],
             nonprivate_inputs=data.get("nonprivate_inputs", []),
+            noise=data.get("noise", "fast"),
         )
 
     @classmethod
@@ -274,6 +290,7 @@ class Ledger:
             "privacy.delta": _summary(float(self.delta)),
             "privacy.nonprivate_inputs": ",".join(self.nonprivate_inputs) or "none",
             "privacy.n_mechanisms": str(len(self.mechanisms)),
+            "privacy.noise": self.noise,
         }
         for i, m in enumerate(self.mechanisms[:8]):
             pre = f"privacy.mechanism.{i}."
@@ -309,6 +326,7 @@ class Ledger:
         return {
             "privacy.nonprivate_inputs": ",".join(self.nonprivate_inputs) or "none",
             "privacy.accountant": self.accountant,
+            "privacy.noise": self.noise,
         }
 
 
