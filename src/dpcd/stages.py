@@ -99,7 +99,7 @@ def cmd_private_smoothness(args):
         )
     estimates = private_smoothness_estimates(
         X, spec["loss"], spec["smoothness_fraction"], epsilons_of(spec["privacy"]),
-        spec["base_seed"], spec["seeds"])
+        spec["base_seed"], spec["seeds"], noise=spec["privacy"].get("noise", "fast"))
     write_json(args.out, estimates)
 
 

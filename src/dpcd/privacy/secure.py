@@ -173,6 +173,14 @@ def check_accountant(accountant: str) -> str:
     return "rdp" if accountant == "auto" else accountant
 
 
+def check_workflow(solver: str, accountant: str) -> None:
+    """Refuse a workflow experiment the secure mode does not cover."""
+    if solver not in SECURE_SOLVERS:
+        raise ValueError(f"privacy.noise: 'secure' covers solver "
+                         f"{' or '.join(SECURE_SOLVERS)}, not {solver!r}")
+    check_accountant(accountant)
+
+
 @dataclasses.dataclass(frozen=True)
 class SecureGaussian:
     """Grid and integer noise scale of a secure coordinate-wise release.
@@ -261,5 +269,5 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
 
 
 __all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_SOLVERS", "SecureGaussian",
-           "check_accountant", "check_grid", "discrete_gaussian", "discrete_laplace",
+           "check_accountant", "check_grid", "check_workflow", "discrete_gaussian", "discrete_laplace",
            "round_to_grid", "secure_dp_cd", "secure_entropy", "secure_laplace_release"]

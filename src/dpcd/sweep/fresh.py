@@ -84,7 +84,8 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
         # DP-CD-P's smoothness estimate is part of each run's release: fresh too.
         estimates = private_smoothness_estimates(
             problem.X, spec["problem"]["loss"], spec["grid"]["smoothness_fraction"],
-            epsilons_of(spec["privacy"]), spec["base_seed"], n_seeds, branch=(FRESH_BRANCH,))
+            epsilons_of(spec["privacy"]), spec["base_seed"], n_seeds, branch=(FRESH_BRANCH,),
+            noise=spec["privacy"].get("noise", "fast"))
     # each run timed alone: Table 3 reports these times
     runs, records = run_configurations(spec, configs, seeds, problem, f_star, estimates,
                                        w_star, nonprivate=NONPRIVATE, together=False)

@@ -57,13 +57,16 @@ def chunk_configurations(spec, chunk):
     return chunk_of(configs, chunk, spec["chunks"])
 
 
-def private_smoothness_estimates(X, loss, fraction, epsilons, base_seed, n_seeds, branch=()):
+def private_smoothness_estimates(X, loss, fraction, epsilons, base_seed, n_seeds, branch=(),
+                                 noise="fast"):
     """Private smoothness constants per (epsilon, seed index), DP-CD Appendix F.
 
     Each seed index draws its Laplace noise from
     ``SeedSequence(base_seed, spawn_key=(*branch, seed_index, 7))``: the
     selection runs use ``branch=()``, the fresh re-runs their own branch
     (:data:`dpcd.sweep.grid.FRESH_BRANCH`), so their estimates are new releases.
+    ``noise="secure"``: exact discrete Laplace noise from the OS instead (the
+    seeds are then unused).
 
     Returns
     -------
@@ -78,7 +81,7 @@ def private_smoothness_estimates(X, loss, fraction, epsilons, base_seed, n_seeds
             seq = np.random.SeedSequence(base_seed, spawn_key=(*branch, seed_index, 7))
             # The paper's crude bounds: twice each feature's largest magnitude.
             smoothness, ledger = privacy.estimate_smoothness(
-                datafit, X, fraction * epsilon, np.random.default_rng(seq))
+                datafit, X, fraction * epsilon, np.random.default_rng(seq), noise=noise)
             estimates.append({
                 "epsilon": float(epsilon),
                 "seed_index": seed_index,
@@ -178,9 +181,15 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
+    noise = privacy_spec.get("noise", "fast")
+    if noise == "secure":
+        # seeds from the OS per run, never recorded: the table's seed column
+        # holds -1 - seed_index (see docs/secure_noise.md)
+        privacy.secure.check_workflow(spec.get("adapter", spec["solver"]), accountant)
+        seeds = [None] * len(seeds)
     rows, records = [], []
     started = clock.monotonic()
-    budgets = [Budget(config["epsilon"], delta, accountant) for config in configs]
+    budgets = [Budget(config["epsilon"], delta, accountant, noise) for config in configs]
     many = MANY.get(spec.get("adapter", spec["solver"])) if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
     # of configurations whose final iterates (block x seeds x features) stay
@@ -207,7 +216,9 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 result, ledger = ran.pop((done - 1, seed_index))
             else:
                 estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
-                result, ledger = adapter(problem, config, seed, budget, estimate)
+                result, ledger = adapter(problem, config,
+                                         privacy.secure.secure_entropy() if seed is None
+                                         else seed, budget, estimate)
             if ledger is not None:
                 for name in nonprivate:
                     ledger = ledger.add_nonprivate_input(name)
@@ -271,7 +282,8 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
         "delta": delta,
         "passes": passes,  # int for integer grids, float for fractional ones
         "seed_index": np.repeat(np.arange(n_seeds), n_points),
-        "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n_points),
+        "seed": np.repeat(np.asarray([-1 - k if s is None else s for k, s in enumerate(seeds)],
+                                     dtype=np.int64), n_points),
         "pass": pass_index,
         "objective": objective.ravel(),
         "rel_error": rel_error.ravel(),
