@@ -26,7 +26,7 @@ from dpcd.data.registry import get_entry
 from dpcd.estimators import DPCoordinateDescentClassifier, DPCoordinateDescentRegressor
 from dpcd.privacy import secure
 
-REPEATS = 7
+REPEATS = 15
 MIRROR = os.environ.get("DPCD_DATA_MIRROR", "/work/shared/data")
 
 
