@@ -336,21 +336,23 @@ def test_no_seed_is_recorded(solver, monkeypatch, tmp_path):
     for v in vars(model).values():
         assert not (isinstance(v, int) and v in values)
 
-    import mlflow
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    mlflow.set_tracking_uri(uri)
-    exp = mlflow.create_experiment("secure", artifact_location=str(tmp_path / "art"))
-    with mlflow.start_run(experiment_id=exp) as run:
-        mlflow.log_params({k: str(v) for k, v in model.get_params().items()})
-        mlflow.log_params(model.privacy_ledger_.flat_params())
-        mlflow.set_tags(model.privacy_ledger_.flat_tags())
-        mlflow.log_metrics(model.privacy_ledger_.flat_metrics())
-        mlflow.log_text(ledger_json, "ledger.json")
-    client = MlflowClient(uri)
-    data = client.get_run(run.info.run_id).data
-    artifact = client.download_artifacts(run.info.run_id, "ledger.json", str(tmp_path))
+    # a client on its own store: no process-wide tracking URI is set
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.create_experiment("secure", artifact_location=str(tmp_path / "art"))
+    run_id = client.create_run(exp).info.run_id
+    for key, value in {**{k: str(v) for k, v in model.get_params().items()},
+                       **model.privacy_ledger_.flat_params()}.items():
+        client.log_param(run_id, key, value)
+    for key, value in model.privacy_ledger_.flat_tags().items():
+        client.set_tag(run_id, key, value)
+    for key, value in model.privacy_ledger_.flat_metrics().items():
+        client.log_metric(run_id, key, value)
+    client.log_text(run_id, ledger_json, "ledger.json")
+    client.set_terminated(run_id)
+    data = client.get_run(run_id).data
+    artifact = client.download_artifacts(run_id, "ledger.json", str(tmp_path))
     logged = json.dumps([data.params, data.tags, data.metrics]) + open(artifact).read()
     assert data.params["privacy.noise"] == "secure"
     assert data.params["random_state"] == "None"
