@@ -29,8 +29,10 @@ Sensitivities per solver and relation (ℓ2 unless stated):
   Add-or-remove-one or the zero record (Poisson sampling): sensitivity C.
   Replace-one: sensitivity 2·C; with Poisson sampling only the PLD accountant
   accounts it and its noise unit is the radius C (σ = z·C, see
-  :func:`dpcd.privacy.accounting.sensitivity_unit`), with fixed-size batches
-  without replacement the RDP accountant's unit is the sensitivity (σ = z·2C).
+  :func:`dpcd.privacy.accounting.sensitivity_unit`; above PLD's ε limit
+  unsampled Gaussians of sensitivity 2C, without amplification), with
+  fixed-size batches without replacement the RDP accountant's unit is the
+  sensitivity (σ = z·2C).
 * DP-SCD (dual, Lemma 1): the [α; v] update of one mini-batch, rows of X of
   unit norm, each |ζ_i| ≤ C: one record's contribution has norm ≤ √2·C.
   Replacing a record by the zero record moves the update by at most √2·C
