@@ -42,8 +42,10 @@ def test_private_adapters(solver, sampling):
     cal = SCD_CALIBRATORS[solver](problem, config, budget)
     mech = ledger.mechanisms[0]
     assert mech.noise_scale == cal.noise_scales
-    assert mech.sampling == ("none" if primal else sampling or "poisson")
-    assert ledger.neighbouring == ("replace_special" if not primal and sampling is None
+    default = {"dp_scd": "poisson", "seq_dp_scd": "without_replacement"}.get(solver, "none")
+    assert mech.sampling == (sampling or default)
+    assert mech.released == "theta"
+    assert ledger.neighbouring == ("replace_special" if mech.sampling == "poisson"
                                    else "replace_one")
     assert result.n_updates == cal.steps == mech.count
     assert ledger.epsilon_achieved <= 1.0

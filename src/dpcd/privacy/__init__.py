@@ -9,6 +9,7 @@ the :class:`Ledger` to log.  See DESIGN.md, "Privacy conventions".
 
 from dpcd.privacy.accounting import calibrate_multiplier, epsilon_of, make_event
 from dpcd.privacy.calibrate import (
+    SCD_DEFAULT_SAMPLING,
     Calibration,
     calibrate_dp_cd,
     calibrate_dp_cd_p,
@@ -16,6 +17,7 @@ from dpcd.privacy.calibrate import (
     calibrate_dp_sgd,
     check_sampling,
     dp_scd_sensitivity,
+    poisson_batch_tail,
     split_smoothness_budget,
     theorem_3_1_multiplier,
 )
@@ -28,6 +30,7 @@ from dpcd.privacy.smoothness import (
 )
 
 __all__ = [
+    "SCD_DEFAULT_SAMPLING",
     "BudgetLine",
     "Calibration",
     "Ledger",
@@ -42,6 +45,7 @@ __all__ = [
     "dp_scd_sensitivity",
     "epsilon_of",
     "make_event",
+    "poisson_batch_tail",
     "estimate_smoothness",
     "private_smoothness",
     "smoothness_ledger",

@@ -167,10 +167,13 @@ def run_dp_gcd(problem, config, seed, budget, private_smoothness=None):
     return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
 # ---------------------------------------------------------------- DP-SCD
 # Damaskinos et al. 2021.  Config keys: passes (epochs), clip (C),
-# batch_size (L), sampling (optional: "poisson", the default the paper
-# accounts for, or "without_replacement"; primal uses every record: "none").
+# batch_size (L), sampling (optional: "poisson" or "without_replacement",
+# default per variant: privacy.SCD_DEFAULT_SAMPLING; primal uses every record:
+# "none"), max_batch_size (seqDP-SCD with Poisson batches: L_max or "auto").
 def _scd_sampling(config, variant):
-    return "none" if variant == "primal" else config.get("sampling", "poisson")
+    if variant == "primal":
+        return "none"
+    return config.get("sampling", privacy.SCD_DEFAULT_SAMPLING[variant])
 
 
 def _calibrate_scd(problem, config, budget, variant):
@@ -178,6 +181,7 @@ def _calibrate_scd(problem, config, budget, variant):
         problem.n_samples, problem.n_features, int(config["batch_size"]), config["clip"],
         budget.epsilon, budget.delta, passes=config["passes"], variant=variant,
         sampling=_scd_sampling(config, variant), accountant=budget.accountant,
+        max_batch_size=config.get("max_batch_size"),
     )
 
 
