@@ -456,6 +456,9 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     note = f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}"
     if max_batch_size is not None:
         note += f", L_max={sens_batch} (tail {tail:.3g} charged to delta)"
+    if sampling == "without_replacement":
+        note += ("; theta released with alpha internal: the reduction to this accounting "
+                 "is not established (docs/method/dp_scd_release.md, section 6)")
     mech = Mechanism(name="minibatch_update", kind="gaussian", sensitivity=sens,
                      sensitivity_norm="l2", noise_multiplier=z, noise_scale=z * sens,
                      count=steps, sampling=sampling, sampling_rate=q, relation=relation,

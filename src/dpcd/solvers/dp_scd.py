@@ -59,7 +59,9 @@ What dpcd releases is ``θ = v/(λN)`` (and the objective of the θ at the
 checkpoints), never ``α``: Algorithm 1 adds noise to ``α_j`` for ``j ∈ B``
 only, so ``α`` would show which records were sampled.  Why the θ-sequence
 meets the Poisson-subsampled Gaussian accounting with ``α`` as internal state
-is proved in ``docs/method/dp_scd_release.md``; every DP-SCD ledger says
+is proved in ``docs/method/dp_scd_release.md`` (dual with Poisson batches;
+seqDP-SCD with Poisson batches at a stated L_max; fixed-size batches are not
+covered by that argument, section 6 there); every DP-SCD ledger says
 ``released: theta``.  Private runs therefore return no ``α`` (only
 ``return_dual=True``, for tests and audits, hands it back).
 
