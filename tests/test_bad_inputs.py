@@ -482,7 +482,7 @@ ESTIMATOR_CASES = {
                    ["NaN"]),
     "zero-column": (DPCoordinateDescentRegressor(), (_with(X0, slice(None), 2, 0.0), Y0),
                     ["[2]", "all zero"]),
-    "zero-column-dp-sgd": (DPCoordinateDescentRegressor(solver="dp_sgd"),
+    "zero-column-dp-gcd": (DPCoordinateDescentRegressor(solver="dp_gcd"),
                            (_with(X0, slice(None), 4, 0.0), Y0), ["[4]", "all zero"]),
     "one-sample": (DPCoordinateDescentRegressor(), (X0[:1], Y0[:1]), ["minimum of 2"]),
     "no-sample": (DPCoordinateDescentRegressor(), (X0[:0], Y0[:0]), ["0 sample"]),
