@@ -193,10 +193,19 @@ def test_tables_3_and_4_sit_beside_the_published_values():
     table = compare(ours, published)
     text = support_markdown(table)
     # Best DP-GCD (2 passes) beside the paper's 2 / 0 (0.35).
-    assert "| square | dp_gcd | 2 / 0 (0.3) | 2 / 0 (0.35) |" in text
-    assert "| square | dp_cd | 0 / 0 (0.75) | 0 / 0 (0.75) |" in text
+    assert "| square | dp_gcd | 2 / 0 (0.3) | 2 / 0 (0.35) | 0.86 |" in text
+    assert "| square | dp_cd | 0 / 0 (0.75) | 0 / 0 (0.75) | 1 |" in text
     hyper = hyperparameters_markdown(table)
-    assert "| square | dp_gcd | 2 (2) | 1.46e+04 (1.46e+04) | 2.15 (2.15) |" in hyper
+    assert "| square | dp_gcd | 2 (2) | 1.46e+04 (1.46e+04) | 2.15 (2.15) | 1 / 1 / 1 |" in hyper
+    # A grid without the published passes (the quick configs) still shows the
+    # published cell when the published table is passed: DP-GCD at 4 passes only.
+    ours4 = ours[ours.passes != 2.0].assign(rel_error_mean=[0.8, 0.75])
+    table = compare(ours4, published)
+    assert "| square | dp_gcd | 3 / 1 (0.8) |  |  |" in support_markdown(table)
+    text = support_markdown(table, published)
+    assert "| square | dp_gcd | 3 / 1 (0.8) | 2 / 0 (0.35) | 2.3 ! |" in text
+    hyper = hyperparameters_markdown(table, published)
+    assert "| square | dp_gcd | 4 (2) | 1 (1.46e+04) | 1 (2.15) | 2 / 6.8e-05 ! / 0.47 ! |" in hyper
 
 
 # --- the L1 problems admit Table 3 -------------------------------------------------
