@@ -18,6 +18,7 @@ from dpcd.problems import make_problem
 from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, Budget, get_adapter
 from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
 from dpcd.sweep.metrics import holdout_metrics
+from dpcd.sweep.problem import SeedProblems
 
 log = logging.getLogger("dpcd.sweep")
 
@@ -188,6 +189,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     # configurations on dorothea (88 119). Each configuration's MLflow run
     # spans its block's shared calls.
     ran = {}
+    # each seed's problem: the same, or its validation rows redrawn (per_seed)
+    problem_of = SeedProblems(problem, seeds, spec.get("validation_split", "fixed"))
     per_block = max(1, TOGETHER_ENTRIES // max(1, len(seeds) * problem.n_features))
     for done, config in enumerate(configs, 1):
         start_ms = int(clock.time() * 1000)
@@ -195,7 +198,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             block_ms, first = start_ms, done - 1
             block = slice(first, first + per_block)
             for s, seed in enumerate(seeds):
-                for c, pair in enumerate(many(problem, configs[block], seed, budgets[block])):
+                for c, pair in enumerate(many(problem_of(s), configs[block], seed,
+                                              budgets[block])):
                     ran[(first + c, s)] = pair
         if many is not None:
             start_ms = block_ms
@@ -207,7 +211,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 result, ledger = ran.pop((done - 1, seed_index))
             else:
                 estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
-                result, ledger = adapter(problem, config, seed, budget, estimate)
+                result, ledger = adapter(problem_of(seed_index), config, seed, budget,
+                                         estimate)
             if ledger is not None:
                 for name in nonprivate:
                     ledger = ledger.add_nonprivate_input(name)
@@ -218,7 +223,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             times.append(float(result.time))
             ledgers.append(ledger)
             finals.append(result.w)
-        holdout = holdout_metrics(problem, finals)
+        holdout = _holdout(problem_of, finals)
         objective = np.vstack(objectives)
         rel_error = (objective - f_star) / abs(f_star)
         status = "done" if np.all(np.isfinite(objective)) else "diverged"
@@ -240,6 +245,15 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         rows.append(columns)
     table = _stack_rows(rows) if rows else _empty_table()
     return table, records
+
+
+def _holdout(problem_of, finals):
+    """:func:`holdout_metrics` of each seed's final iterate on that seed's problem."""
+    if not problem_of.per_seed:
+        return holdout_metrics(problem_of.problem, finals)
+    parts = [holdout_metrics(problem_of(k), [w]) for k, w in enumerate(finals)]
+    return {"metric": parts[0]["metric"],
+            **{name: np.concatenate([part[name] for part in parts]) for name in ("val", "test")}}
 
 
 def _progress(done, total, started):
@@ -438,6 +452,10 @@ def mlflow_runs(records, spec, problem):
             artifacts["privacy_ledger.json"] = json.dumps(
                 compact_ledger(shown), indent=1, sort_keys=True
             )
+        if spec.get("validation_split", "fixed") != "fixed":
+            # a data-independent redraw of the hold-out per run seed: said, not a
+            # non-private input (selecting on validation is: hyperparameter_selection)
+            tags["dpcd.validation_split"] = spec["validation_split"]
         name = f"{spec['solver']}-{record.config_id}"
         if spec.get("seed_set") == "fresh":
             # A re-run of a selected configuration on new seeds: a release of its
