@@ -161,7 +161,7 @@ def _one_dual_batch(X, y, alpha, v, code, batch, clip, sequential, seed):
     _dual_kernel(np.ascontiguousarray(X), y, a, vv, code, LAM, LAM, clip, 0.0, batch, 1,
                  sequential, 1, np.random.default_rng(seed), *_NO_NOISE_STREAM,
                  np.empty(n, np.int64), np.zeros(p), np.arange(n, dtype=np.int64),
-                 np.zeros(1, np.int64), np.einsum("ij,ij->i", X, X), np.empty(p),
+                 np.zeros(1, np.int64), np.einsum("ij,ij->i", X, X), np.empty((0, p)),
                  np.empty(0, np.int64), np.empty(1))
     return np.concatenate([a - alpha, vv - v])
 

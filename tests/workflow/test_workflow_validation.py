@@ -44,7 +44,9 @@ CONFIG = {
         "logit": {"dataset": "log", "variant": "maxabs_unitnorm",
                   "problem": {"loss": "logistic", "penalty": "l2", "alpha": 1e-4},
                   "privacy": {"epsilon": [0.5, 1.0], "delta": 1e-3},
-                  "passes": [2], "seeds": 3, "select_by": "validation", "solvers": SOLVERS},
+                  "passes": [2], "seeds": 3, "select_by": "validation", "solvers": SOLVERS,
+                  # the DP-SCD reference code's hold-out: redrawn per run seed
+                  "validation_split": "per_seed"},
     },
 }
 
@@ -93,3 +95,24 @@ def test_paper_figures_report_and_mlflow(done):
     assert "dpcd/paper" in names
     keys = {r[0] for r in con.execute("select distinct key from metrics")}
     assert "test_mse_median" in keys and "val_accuracy_median" in keys
+
+
+def test_per_seed_validation_split_is_tagged(done):
+    """logit redraws its hold-out per run seed (validation_split: per_seed): its
+    configurations' runs say so, ridge's (the fixed split) do not, and the split is not among
+    the non-private inputs (the selection on validation is, in the tables)."""
+    con = sqlite3.connect(done / "results/mlflow.db")
+    rows = con.execute(
+        "select e.name, t.value from runs r join experiments e on r.experiment_id = "
+        "e.experiment_id left join tags t on t.run_uuid = r.run_uuid and "
+        "t.key = 'dpcd.validation_split' where (e.name like '%logit' or e.name like '%ridge')"
+        " and r.run_uuid in (select run_uuid from tags where key = 'sweep.config_id')"
+    ).fetchall()
+    by_experiment = {}
+    for name, value in rows:
+        by_experiment.setdefault(name.rsplit("/", 1)[-1], set()).add(value)
+    assert by_experiment["logit"] == {"per_seed"}
+    assert by_experiment["ridge"] == {None}
+    runs = pd.read_parquet(done / "results/runs/logit/dp_sgd/chunk0.parquet")
+    assert not runs["nonprivate_inputs"].str.contains("validation").any()
+    assert "hyperparameter_selection" in (done / "results/tables/logit.md").read_text()

@@ -214,6 +214,9 @@ def _solve_spec(wildcards):
     )
     if solver != wildcards.solver:
         spec["adapter"] = solver  # only variants carry it: DP-CD specs are unchanged
+    if exp.get("validation_split", "fixed") != "fixed":
+        # only when set: the specs (and finished jobs) of fixed splits are unchanged
+        spec["validation_split"] = exp["validation_split"]
     return spec
 
 

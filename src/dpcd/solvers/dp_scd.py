@@ -83,17 +83,24 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import FAST, HINGE, L2, LOGISTIC, SQUARES
-from dpcd.solvers._normal import new_stream, take_normals
-from dpcd.solvers._prefetch import prefetch_row
+from dpcd.solvers._normal import _as_float, _minus_2_log, new_stream, take_normals
+from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
 VARIANTS = ("dual", "seq", "primal")
 SAMPLINGS = {"poisson": 0, "without_replacement": 1}
 # rows (dual) / columns (primal) may exceed norm 1 by rounding only
 _NORM_TOL = 1e-9
-# safeguarded Newton on the logistic dual subproblem
+# safeguarded Newton on the logistic dual subproblem (the fallback)
 _NEWTON_MAX = 60
 _NEWTON_TOL = 1e-12
+# Halley steps from the Lambert-W start, and the last step's size below which
+# the root is taken as converged (the error after it is ~ that size cubed)
+_HALLEY_STEPS = 3
+_HALLEY_OK = 1e-6
+_NEAR_ZERO = -1.0
+# records whose logistic roots are solved together (one vectorised loop)
+_CHUNK = 32
 
 
 # rows fetched ahead of use in a batch
@@ -101,6 +108,20 @@ _AHEAD = 4
 
 
 # ------------------------------------------------------------------ helpers
+@njit(inline="always")
+def _loss(code, y_i, z):
+    """dpcd's loss of record i at ``z = x_iᵀθ``."""
+    if code == SQUARES:
+        r = z - y_i
+        return r * r
+    if code == LOGISTIC:
+        m = y_i * z
+        if m > 0:
+            return np.log1p(np.exp(-m))
+        return -m + np.log1p(np.exp(m))
+    return max(0.0, 1.0 - y_i * z)
+
+
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _objective(X, y, theta, code, alpha_pen):
     """dpcd's objective ``(1/N) Σ l(x_iᵀθ) + (alpha/2)‖θ‖²``, row-wise pass over X."""
@@ -110,28 +131,67 @@ def _objective(X, y, theta, code, alpha_pen):
         z = 0.0
         for j in range(p):
             z += X[i, j] * theta[j]
-        if code == SQUARES:
-            r = z - y[i]
-            acc += r * r
-        elif code == LOGISTIC:
-            m = y[i] * z
-            if m > 0:
-                acc += np.log1p(np.exp(-m))
-            else:
-                acc += -m + np.log1p(np.exp(m))
-        else:
-            acc += max(0.0, 1.0 - y[i] * z)
+        acc += _loss(code, y[i], z)
     sq = 0.0
     for j in range(p):
         sq += theta[j] * theta[j]
     return acc / n + 0.5 * alpha_pen * sq
 
 
+@njit(cache=True, fastmath=FAST, error_model="numpy")
+def _objectives(X, y, thetas, code, alpha_pen, out):
+    """``out[c]`` = :func:`_objective` of ``thetas[c]`` for every c, in one pass over X.
+
+    The checkpoints' objectives need not be known during the run: their θs are
+    kept and evaluated together at the end, each row read once for all of them.
+    Squares and hinge: the arithmetic of :func:`_objective` (the same values).
+    Logistic: ``max(−m, 0) + log1p(e^{−|m|})`` with the polynomial exp and log
+    of the dual root, computed for a block of rows side by side (a loop that
+    vectorises, where libm's calls were most of the pass); it agrees with
+    :func:`_objective` to rounding.
+    """
+    n, p = X.shape
+    nc = thetas.shape[0]
+    acc = np.zeros(nc)
+    if code != LOGISTIC:
+        for i in range(n):
+            for c in range(nc):
+                z = 0.0
+                for j in range(p):
+                    z += X[i, j] * thetas[c, j]
+                acc[c] += _loss(code, y[i], z)
+    else:
+        rows = _CHUNK
+        m = np.empty(rows * max(nc, 1))
+        for i0 in range(0, n, rows):
+            nr = min(rows, n - i0)
+            for r in range(nr):
+                i = i0 + r
+                for c in range(nc):
+                    z = 0.0
+                    for j in range(p):
+                        z += X[i, j] * thetas[c, j]
+                    m[r * nc + c] = y[i] * z
+            for q in range(nr * nc):
+                mq = m[q]
+                m[q] = max(-mq, 0.0) + _log1p_nonneg(_exp_nonpos(-abs(mq)))
+            for r in range(nr):
+                for c in range(nc):
+                    acc[c] += m[r * nc + c]
+    for c in range(nc):
+        sq = 0.0
+        for j in range(p):
+            sq += thetas[c, j] * thetas[c, j]
+        out[c] = acc[c] / n + 0.5 * alpha_pen * sq
+
+
 @njit(cache=True, error_model="numpy")
 def _logistic_dual_root(s, ym, kappa):
     """Root ``s'`` in (0, 1) of ``logit(s') + y m + κ (s' − s) = 0``.
 
-    Safeguarded Newton (``rtsafe``) in ``u = logit(s')``: ``h(u) = u + c + κ σ(u)``
+    The fallback of :func:`_logistic_dual_step` (which the kernels use), and
+    its reference.  Safeguarded Newton (``rtsafe``) in ``u = logit(s')``:
+    ``h(u) = u + c + κ σ(u)``
     with ``c = y m − κ s`` is increasing (``h' = 1 + κ σ(1 − σ) ≥ 1``) and
     changes sign on ``[−c − κ, −c]``; a Newton step that leaves the bracket or
     does not halve the previous step is replaced by bisection (plain Newton
@@ -172,6 +232,113 @@ def _logistic_dual_root(s, ym, kappa):
     return 1.0 / (1.0 + e) if u >= 0 else e / (1.0 + e)
 
 
+_LN2_HI = 6.93147180369123816490e-01  # fdlibm's ln 2 split: k ln2_hi is exact
+_LN2_LO = 1.90821492927058770002e-10
+_INV_LN2 = 1.44269504088896338700e+00
+
+
+@njit(inline="always")
+def _exp_nonpos(x):
+    """``exp(x)`` for ``x <= 0``, branch-free so that a loop of it vectorises.
+
+    ``x`` is clamped at −708 (the result stays a normal double): below that
+    the logistic root sees ``σ(u) = e^−708`` for ``e^u``, an absolute change
+    of 3e-308 in ``s'``.  Cody-Waite reduction ``x = k ln2 + r``,
+    ``|r| <= ln2/2``, and Taylor's series to ``r^13/13!`` (remainder below
+    5e-18 relative), scaled by ``2^k`` built from its bits.
+    """
+    x = max(x, -708.0)
+    k = np.floor(x * _INV_LN2 + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = 1.6059043836821613e-10  # 1/13!
+    p = 2.08767569878681e-09 + r * p
+    p = 2.505210838544172e-08 + r * p
+    p = 2.7557319223985893e-07 + r * p
+    p = 2.755731922398589e-06 + r * p
+    p = 2.48015873015873e-05 + r * p
+    p = 0.0001984126984126984 + r * p
+    p = 0.001388888888888889 + r * p
+    p = 0.008333333333333333 + r * p
+    p = 0.041666666666666664 + r * p
+    p = 0.16666666666666666 + r * p
+    p = 0.5 + r * p
+    p = 1.0 + r * p
+    p = 1.0 + r * p
+    return p * _as_float(np.uint64(np.int64(k) + 1023) << np.uint64(52))
+
+
+@njit(inline="always")
+def _log1p_nonneg(t):
+    """``log(1 + t)`` for ``t >= 0`` (fdlibm's log on ``1 + t``, with the
+    rounding of ``1 + t`` corrected to first order)."""
+    w = 1.0 + t
+    return -0.5 * _minus_2_log(w) - ((w - 1.0) - t) / w
+
+
+@njit(inline="always")
+def _logistic_dual_step(s, ym, kappa):
+    """``(s' − s, converged)`` for the root ``s'`` of ``logit(s') + y m + κ (s' − s) = 0``.
+
+    Branch-free, so that a loop over records vectorises.  In ``u = logit(s')``
+    the root solves ``h(u) = u + c + κ σ(u) = 0``, ``c = y m − κ s``; ``h`` is
+    increasing, convex for ``u <= 0`` and concave for ``u >= 0``.  When
+    ``h(0) < 0`` (root > 0) the mirrored problem is solved instead
+    (``s → 1 − s``, ``y m → −y m``, root ``−u``: ``σ(−u) = 1 − σ(u)``), with
+    ``c`` computed from ``1 − s`` so that no ``κ``-sized terms cancel; so the
+    root is always ``u* <= 0``, in ``[−c − κ/2, min(0, −c)]``.  Start: the
+    root of ``u + c + κ e^u`` (``e^u >= σ(u)``), ``u0 = −c − W(κ e^{−c})``,
+    with Winitzki's closed-form approximation of Lambert's W at
+    ``log(κ e^{−c})`` (no overflow); then ``_HALLEY_STEPS`` Halley steps
+    (cubic convergence).  The step ``s' − s`` is formed on the side where it
+    does not cancel (``(1 − s) − σ(u)`` when mirrored).  ``converged`` is
+    false when the last step exceeded ``_HALLEY_OK``: the caller then uses the
+    safeguarded Newton of :func:`_logistic_dual_root`.
+    """
+    flip = ym + kappa * (0.5 - s) < 0.0  # h(0) < 0
+    c = -ym - kappa * (1.0 - s) if flip else ym - kappa * s
+    hi = min(0.0, -c)
+    lo = -c - 0.5 * kappa
+    # Winitzki: W(x) ~ l (1 − log(1 + l)/(2 + l)), l = log(1 + x), x = e^L
+    # (a start needs no last ulp: plain logs of 1 + t)
+    big = -c - 0.5 * _minus_2_log(kappa)  # log(κ e^{−c}); κ > 0 normal
+    ln1p = max(big, 0.0) - 0.5 * _minus_2_log(1.0 + _exp_nonpos(-abs(big)))
+    w0 = ln1p * (1.0 + 0.5 * _minus_2_log(1.0 + ln1p) / (2.0 + ln1p))
+    # near 0 (where e^u is a poor σ) the Newton step from 0 is closer
+    u_lin = -(c + 0.5 * kappa) / (1.0 + 0.25 * kappa)
+    u = u_lin if u_lin > _NEAR_ZERO else -c - w0
+    u = min(max(u, lo), hi)
+    dx = 0.0
+    for _ in range(_HALLEY_STEPS):
+        e = _exp_nonpos(u)
+        inv = 1.0 / (1.0 + e)  # 1 − σ(u)
+        sig = e * inv
+        h = u + c + kappa * sig
+        k1 = kappa * sig * inv
+        dh = 1.0 + k1
+        d2 = k1 * (1.0 - 2.0 * sig)
+        dx = h * dh / (dh * dh - 0.5 * h * d2)
+        u = min(max(u - dx, lo), hi)
+    sig = _exp_nonpos(u)
+    sig = sig / (1.0 + sig)
+    step = (1.0 - s) - sig if flip else sig - s
+    return step, abs(dx) <= _HALLEY_OK * (1.0 + abs(u))
+
+
+@njit(cache=True, error_model="numpy")
+def _logistic_dual_steps(s, ym, kappa, step, ok, nb):
+    """``step[k] = s'_k − s[k]`` for ``k < nb`` (:func:`_logistic_dual_step`).
+
+    One loop with no branches over the records (it vectorises: the roots of
+    a chunk are computed side by side), then the rare unconverged ones by the
+    safeguarded Newton.  ``ok`` is a work buffer.
+    """
+    for k in range(nb):
+        step[k], ok[k] = _logistic_dual_step(s[k], ym[k], kappa[k])
+    for k in range(nb):
+        if not ok[k]:
+            step[k] = _logistic_dual_root(s[k], ym[k], kappa[k]) - s[k]
+
+
 @njit(cache=True, error_model="numpy")
 def _dual_zeta(code, y_j, a_j, m, kappa):
     """Unscaled minimiser ζ of ``G*_j`` (Equation 8).
@@ -199,7 +366,10 @@ def _dual_zeta(code, y_j, a_j, m, kappa):
             t = 1.0
         t = min(max(t, 0.0), 1.0)
         return y_j * (t - s)
-    return y_j * (_logistic_dual_root(s, y_j * m, kappa) - s)
+    step, ok = _logistic_dual_step(s, y_j * m, kappa)
+    if not ok:
+        step = _logistic_dual_root(s, y_j * m, kappa) - s
+    return y_j * step
 
 
 @njit(cache=True, error_model="numpy")
@@ -212,6 +382,16 @@ def _scale(z, clip):
 
 
 # ------------------------------------------------------------------ dual / seq
+@njit(inline="always")
+def _prefetch_record(X, y, alpha, row_norm2, i):
+    """Prefetch record ``i``: its row of X and its entries of y, α and ‖x‖²
+    (each a cache miss of its own when records are drawn at random)."""
+    prefetch_row(X, i)
+    prefetch(y, i)
+    prefetch(alpha, i)
+    prefetch(row_norm2, i)
+
+
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
                  sampling, sequential, n_iter, rng_sample, noise_key, noise_buf, noise, idx,
@@ -263,8 +443,9 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
         Output: size of each batch.
     row_norm2 : array, shape (n,)
         ``‖x_i‖²``.
-    theta : array, shape (p,)
-        Work buffer for the objective.
+    theta : array, shape (len(checkpoints), p)
+        Work buffer: θ at each checkpoint, whose objectives are computed
+        together after the last iteration (:func:`_objectives`).
     checkpoints : int array
         Iterations after which ``obj[1 + c]`` is recorded.
     obj : array
@@ -279,6 +460,10 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
         pos = int(np.ceil(rng_sample.standard_exponential() / lam_q)) - 1
     c = 0
     noise_start, noise_pos = -noise_buf.shape[0], 0  # noise buffer empty
+    # a chunk of logistic roots (dual): s, y m, κ, the steps, converged flags
+    ch_s, ch_ym, ch_kappa, ch_step = (np.empty(_CHUNK), np.empty(_CHUNK),
+                                      np.empty(_CHUNK), np.empty(_CHUNK))
+    ch_ok = np.empty(_CHUNK, dtype=np.bool_)
     for t in range(n_iter):
         # ---- Step 5: the mini-batch, drawn as the accountant assumes
         b = 0
@@ -306,11 +491,38 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
         # accounting" in the module docstring: with |B| here a zero record's
         # inclusion would move every other update of its batch)
         sigma_p = 1.0 if sequential else float(batch_size)
-        for k in range(b):
+        if code == LOGISTIC and not sequential:
+            # the roots of a chunk of records side by side (their updates are
+            # independent in Algorithm 1), then the chunk's rows again, from cache
+            for k0 in range(0, b, _CHUNK):
+                nb = min(_CHUNK, b - k0)
+                for a in range(nb):
+                    i = idx[k0 + a]
+                    if k0 + a + _AHEAD < b:
+                        _prefetch_record(X, y, alpha, row_norm2, idx[k0 + a + _AHEAD])
+                    dot = 0.0
+                    for j in range(p):
+                        dot += X[i, j] * v[j]
+                    ch_s[a] = min(max(alpha[i] * y[i], 0.0), 1.0)
+                    ch_ym[a] = y[i] * dot / lam_n
+                    # any κ > 0 for a zero record: its update is 0 below
+                    nrm = row_norm2[i]
+                    ch_kappa[a] = sigma_p * (nrm if nrm > 0.0 else 1.0) / lam_n
+                _logistic_dual_steps(ch_s, ch_ym, ch_kappa, ch_step, ch_ok, nb)
+                for a in range(nb):
+                    i = idx[k0 + a]
+                    z = _scale(y[i] * ch_step[a], clip) if row_norm2[i] > 0.0 else 0.0
+                    alpha[i] += z
+                    for j in range(p):
+                        dv[j] += z * X[i, j]
+            b_rows = 0
+        else:
+            b_rows = b
+        for k in range(b_rows):
             i = idx[k]
             if k + _AHEAD < b:
                 # rows of a batch are far apart in memory: fetch ahead
-                prefetch_row(X, idx[k + _AHEAD])
+                _prefetch_record(X, y, alpha, row_norm2, idx[k + _AHEAD])
             dot = 0.0
             for j in range(p):
                 dot += X[i, j] * v[j]
@@ -350,9 +562,9 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 v[j] += noise_scale * noise[j]
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             for j in range(p):
-                theta[j] = v[j] / lam_n
-            obj[1 + c] = _objective(X, y, theta, code, alpha_pen)
+                theta[c, j] = v[j] / lam_n
             c += 1
+    _objectives(X, y, theta[:c], code, alpha_pen, obj[1:1 + c])
 
 
 # ------------------------------------------------------------------ primal
@@ -601,11 +813,12 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         row_norm2 = np.einsum("ij,ij->i", X, X)
         args = (X, y, alpha, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size,
                 SAMPLINGS[sampling], variant == "seq")
+        thetas = np.empty((len(ckpts), p))
         _dual_kernel(*args, 0, np.random.default_rng(0), noise_key, *noise_bufs, idx, dv,
-                     perm, batch_sizes, row_norm2, w, ckpts[:0], obj)
+                     perm, batch_sizes, row_norm2, thetas, ckpts[:0], obj)
         t0 = time.perf_counter()
         _dual_kernel(*args, n_iter, rng_sample, noise_key, *noise_bufs, idx, dv, perm,
-                     batch_sizes, row_norm2, w, ckpts, obj)
+                     batch_sizes, row_norm2, thetas, ckpts, obj)
         elapsed = time.perf_counter() - t0
         w = v / (lam * n)
         extra = {"v": v}

@@ -1,7 +1,7 @@
 """The data and constants one sweep shares across all its configurations."""
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -227,3 +227,110 @@ def load_problem(data_path, problem_spec, smoothness_path):
         y_test=dataset.y_test,
         alpha=alpha,
     )
+
+
+# The per-seed validation split (``validation_split: per_seed``) ----------------
+VALIDATION_SPLITS = ("fixed", "per_seed")
+# Share of the training rows held out for validation (DP-SCD App. E, as the
+# data stage's fixed split: scikit-learn's ceil(0.25 n) rows).
+VALIDATION_FRACTION = 0.25
+# Spawn key of the split's stream under the run seed: a child no solver's
+# stream is (spawn_generators spawns keys (0,), (1,), ... of SeedSequence(seed)).
+SPLIT_SPAWN_KEY = 1 << 20
+# Per-seed problems a sweep keeps while they fit (bytes): beyond, each run
+# redraws its own (a copy of the training rows per run, still the same split).
+KEEP_SEED_PROBLEMS = 1 << 28
+
+
+def validation_rows(n_pool, seed, fraction=VALIDATION_FRACTION):
+    """Rows of the pool (training + validation rows) held out for run ``seed``.
+
+    The reference code of DP-SCD (gdamaskinos/dpscd ``driver.py``) draws a
+    fresh 25 % hold-out for every run seed (``train_test_split`` after
+    ``np.random.seed(seed)``); this is the same rule on dpcd's seeds: the
+    ``ceil(fraction n_pool)`` rows of a uniformly random subset, drawn from
+    ``SeedSequence(seed, spawn_key=(SPLIT_SPAWN_KEY,))`` alone, so it depends
+    on the seed and the pool's size, never on the data (a data-independent
+    choice: no privacy cost, nothing to record as a non-private input).
+
+    Returns
+    -------
+    train, val : int arrays
+        Sorted row indices of the pool: a partition of ``range(n_pool)``.
+    """
+    n_val = int(np.ceil(fraction * n_pool))
+    if not 0 < n_val < n_pool:
+        raise ValueError(f"validation split of {n_pool} rows: {n_val} held out")
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(SPLIT_SPAWN_KEY,)))
+    val = np.zeros(n_pool, dtype=bool)
+    val[rng.permutation(n_pool)[:n_val]] = True
+    return np.flatnonzero(~val), np.flatnonzero(val)
+
+
+def _require_validation(problem):
+    if problem.X_val is None:
+        raise ValueError(
+            "validation_split: per_seed needs a variant with a validation split "
+            "(e.g. maxabs_unitnorm)"
+        )
+
+
+def _rows(X, rows):
+    return X[rows] if not sp.issparse(X) else sp.csc_matrix(sp.csr_matrix(X)[rows])
+
+
+def redraw_validation(problem, seed):
+    """``problem`` with its validation rows redrawn for run ``seed``.
+
+    The pool is the processed file's training and validation rows (preprocessed
+    as the data stage did: the max-abs statistics stay those of the file's
+    training part); :func:`validation_rows` says which are held out.  Sizes are
+    those of the fixed split.  The constants computed on the file's training
+    part (smoothness, ``max_abs``, the reference F*) are kept: DP-SCD's
+    solvers read none of them, DP-SGD its global smoothness only.
+
+    Raises
+    ------
+    ValueError
+        When the processed data has no validation split.
+    """
+    _require_validation(problem)
+    stack = sp.vstack if problem.is_sparse else np.vstack
+    X_pool = stack([problem.X, problem.X_val])
+    y_pool = np.concatenate([problem.y, problem.y_val])
+    train, val = validation_rows(len(y_pool), seed)
+    X_train = _rows(X_pool, train)
+    if problem.is_sparse:
+        X_train.sort_indices()
+    return replace(problem, X=X_train, y=np.ascontiguousarray(y_pool[train]),
+                   X_val=_rows(X_pool, val), y_val=np.ascontiguousarray(y_pool[val]))
+
+
+class SeedProblems:
+    """The problem each run seed solves: ``problem`` itself (``fixed``), or with
+    its validation rows redrawn per seed (``per_seed``), kept across a sweep's
+    configurations while they fit in :data:`KEEP_SEED_PROBLEMS` bytes."""
+
+    def __init__(self, problem, seeds, validation_split="fixed"):
+        if validation_split not in VALIDATION_SPLITS:
+            raise ValueError(f"validation_split must be one of {VALIDATION_SPLITS}, "
+                             f"got {validation_split!r}")
+        self.problem, self.seeds = problem, list(seeds)
+        self.per_seed = validation_split == "per_seed"
+        if self.per_seed:
+            _require_validation(problem)
+        X = problem.X
+        size = X.data.nbytes if problem.is_sparse else X.nbytes
+        self.keep = self.per_seed and size * len(self.seeds) <= KEEP_SEED_PROBLEMS
+        self._kept = {}
+
+    def __call__(self, seed_index):
+        """The problem of ``seeds[seed_index]``."""
+        if not self.per_seed:
+            return self.problem
+        if seed_index in self._kept:
+            return self._kept[seed_index]
+        problem = redraw_validation(self.problem, self.seeds[seed_index])
+        if self.keep:
+            self._kept[seed_index] = problem
+        return problem

@@ -25,6 +25,7 @@ from dpcd.sweep.grid import (
     run_seed,
 )
 from dpcd.sweep.metrics import holdout_metrics
+from dpcd.sweep.problem import SeedProblems
 
 log = logging.getLogger("dpcd.sweep")
 
@@ -229,6 +230,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     # configurations on dorothea (88 119). Each configuration's MLflow run
     # spans its block's shared calls.
     ran = {}
+    # each seed's problem: the same, or its validation rows redrawn (per_seed)
+    problem_of = SeedProblems(problem, seeds, spec.get("validation_split", "fixed"))
     per_block = max(1, TOGETHER_ENTRIES // max(1, len(seeds) * problem.n_features))
     for done, config in enumerate(configs, 1):
         start_ms = int(clock.time() * 1000)
@@ -238,7 +241,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             for s, seed in enumerate(seeds):
                 entropies = [run_entropy(seed, stream_identity(spec, config))
                              for config in configs[block]]
-                for c, pair in enumerate(many(problem, configs[block], entropies,
+                for c, pair in enumerate(many(problem_of(s), configs[block], entropies,
                                               budgets[block])):
                     ran[(first + c, s)] = pair
         if many is not None:
@@ -253,7 +256,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
                 entropy = (privacy.secure.secure_entropy() if seed is None
                            else run_entropy(seed, stream_identity(spec, config)))
-                result, ledger = adapter(problem, config, entropy, budget, estimate)
+                result, ledger = adapter(problem_of(seed_index), config, entropy, budget,
+                                         estimate)
             if ledger is not None:
                 # what the data stage and the problem read off the data without
                 # noise (standardisation, lambda_max, dropped columns, ...) is
@@ -267,7 +271,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             times.append(float(result.time))
             ledgers.append(ledger)
             finals.append(result.w)
-        holdout = holdout_metrics(problem, finals)
+        holdout = _holdout(problem_of, finals)
         objective = np.vstack(objectives)
         rel_error = (objective - f_star) / abs(f_star)
         status = "done" if np.all(np.isfinite(objective)) else "diverged"
@@ -289,6 +293,15 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         rows.append(columns)
     table = _stack_rows(rows) if rows else _empty_table()
     return table, records
+
+
+def _holdout(problem_of, finals):
+    """:func:`holdout_metrics` of each seed's final iterate on that seed's problem."""
+    if not problem_of.per_seed:
+        return holdout_metrics(problem_of.problem, finals)
+    parts = [holdout_metrics(problem_of(k), [w]) for k, w in enumerate(finals)]
+    return {"metric": parts[0]["metric"],
+            **{name: np.concatenate([part[name] for part in parts]) for name in ("val", "test")}}
 
 
 def _progress(done, total, started):
@@ -493,6 +506,10 @@ def mlflow_runs(records, spec, problem):
             artifacts["privacy_ledger.json"] = json.dumps(
                 compact_ledger(shown), indent=1, sort_keys=True
             )
+        if spec.get("validation_split", "fixed") != "fixed":
+            # a data-independent redraw of the hold-out per run seed: said, not a
+            # non-private input (selecting on validation is: hyperparameter_selection)
+            tags["dpcd.validation_split"] = spec["validation_split"]
         name = f"{spec['solver']}-{record.config_id}"
         if spec.get("seed_set") == "fresh":
             # A re-run of a selected configuration on new seeds: a release of its
