@@ -27,8 +27,16 @@ _PRIMAL = ("primal DP-SCD uses every record each step (q = 1, no amplification) 
            "epsilon = 1e5 (seeds 0-2) against 0.66 without noise")
 
 
+_SEQ_WOR = ("under the default replace-one, seqDP-SCD samples batches without replacement, "
+            "accounted by RDP's sampling-without-replacement bound, looser than Poisson's: at "
+            "epsilon = 1e5 the training accuracy falls below the check's threshold (it passes "
+            "with neighbouring='paper', Poisson batches and the zero record)")
+
+
 def _expected_failed(estimator):
     if not isinstance(estimator, DPCoordinateDescentRegressor):
+        if estimator.solver == "seq_dp_scd" and estimator.loss == "log":
+            return {"check_classifiers_train": _SEQ_WOR}
         return {}
     return {"seq_dp_scd": {"check_regressors_train": _SEQ},
             "primal_dp_scd": {"check_regressors_train": _PRIMAL}}.get(estimator.solver, {})
@@ -62,9 +70,12 @@ def test_large_epsilon_matches_sklearn_on_unit_rows(data, solver):
     # is small; alpha means the same for the primal (fitted on rows / sqrt(n))
     alpha = 0.4
     Xu = _unit(X)
+    # the paper's zero record: under replace-one at this epsilon (above PLD's
+    # limit) the dual's Poisson batches are accounted without amplification
+    # (tests/test_privacy_neighbouring.py), too noisy for the tolerance below
     kw = dict(solver=solver, epsilon=1e5, clip=2.0 if not primal else 20.0, penalty="l2",
               alpha=alpha, batch_size=1 if primal else 100, passes=10 if primal else 30,
-              random_state=0)
+              random_state=0, neighbouring="paper")
     reg = DPCoordinateDescentRegressor(**kw).fit(X, y)
     ref = Ridge(alpha=alpha * n / 2, fit_intercept=False).fit(Xu, y)
     # the large-epsilon noise is small, not zero: primal DP-SCD (q = 1,
