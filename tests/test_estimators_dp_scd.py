@@ -32,7 +32,6 @@ _PRIMAL = ("primal DP-SCD uses every record each step (q = 1, no amplification) 
            "epsilon = 1e5 (seeds 0-2) against 0.66 without noise")
 
 
-
 def _expected_failed(estimator):
     if not isinstance(estimator, DPCoordinateDescentRegressor):
         if estimator.solver == "seq_dp_scd" and estimator.loss == "log":
