@@ -11,9 +11,12 @@ first K of them) at 2 passes: K runs one after the other with ``dp_sgd`` and
 the same K runs in one ``dp_sgd_many`` call, interleaved, best of 3: with the
 kernel its switch picks ("together", "kernel"), and with each of its two
 kernels forced (runs outer, runs inner): ``python bench/bench_dp_sgd_many.py 5``
-shows where the switch sits. Times are wall times around the calls (sampling,
-noise, updates and the objective after every pass); "ns/run-step" divides by
-K x steps.
+shows where the switch sits. "independent" is what a sweep runs since issue 30
+(item 4): the same K runs in one ``dp_sgd_many(seeds=...)`` call, each on its
+own sampling and noise streams (nothing shared but the call); "alone" is
+``dp_sgd``, which runs on those streams too. Times are wall times around the
+calls (sampling, noise, updates and the objective after every pass);
+"ns/run-step" divides by K x steps.
 """
 import importlib
 import sys
@@ -54,7 +57,7 @@ def main(n_runs=50):
           f"best of {REPEATS}")
     print(f"{'problem':14s} {'alone s':>8s} {'together s':>11s} {'speed-up':>9s} "
           f"{'ns/run-step alone':>18s} {'together':>9s} {'kernel':>7s} {'runs-outer':>11s} "
-          f"{'runs-inner':>11s} {'outer/inner':>12s}")
+          f"{'runs-inner':>11s} {'outer/inner':>12s} {'independent':>12s} {'indep/together':>15s}")
     for name, n, p, loss, penalty, alpha in SHAPES:
         X, y = make_data(n, p, loss)
         datafit, pen = make_problem(loss, penalty, alpha)
@@ -65,7 +68,7 @@ def main(n_runs=50):
         for k in (2, _module._INNER_MIN_RUNS):
             dp_sgd_many(X[:50], y[:50], datafit, pen, steps=steps[:k], clips=clips[:k],
                         noise_scales=scales[:k], passes=1, seed=0)
-        times = dict.fromkeys(("alone", "together", "outer", "inner"), np.inf)
+        times = dict.fromkeys(("alone", "together", "outer", "inner", "independent"), np.inf)
         default = _module._takes_inner
         for _ in range(REPEATS):
             t0 = time.perf_counter()
@@ -81,12 +84,18 @@ def main(n_runs=50):
                             **kw)
                 times[kernel] = min(times[kernel], time.perf_counter() - t0)
             _module._takes_inner = default
+            t0 = time.perf_counter()
+            dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
+                        seeds=[[1, k] for k in range(len(steps))],
+                        **{k: v for k, v in kw.items() if k != "seed"})
+            times["independent"] = min(times["independent"], time.perf_counter() - t0)
         ns = {k: v / (len(steps) * PASSES * n) * 1e9 for k, v in times.items()}
         chosen = "inner" if default(len(steps), p) else "outer"
         print(f"{name:14s} {times['alone']:8.2f} {times['together']:11.2f} "
               f"{times['alone'] / times['together']:8.1f}x {ns['alone']:18.0f} "
               f"{ns['together']:9.0f} {chosen:>7s} {ns['outer']:11.0f} {ns['inner']:11.0f} "
-              f"{times['outer'] / times['inner']:11.1f}x")
+              f"{times['outer'] / times['inner']:11.1f}x {ns['independent']:12.0f} "
+              f"{times['independent'] / times['together']:14.1f}x")
 
 
 if __name__ == "__main__":

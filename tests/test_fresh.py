@@ -12,7 +12,7 @@ from dpcd.report.lambdas import lambda_markdown, lambda_table
 from dpcd.report.summary import conclusions_on_fresh, fresh_summary_markdown, lambda_summary_markdown
 from dpcd.sweep import config_id, configurations, run_seed
 from dpcd.sweep.fresh import run_fresh, selected_configurations
-from dpcd.sweep.grid import FRESH_OFFSET, fresh_seed, fresh_seeds
+from dpcd.sweep.grid import FRESH_OFFSET, fresh_seed, fresh_seeds, run_entropy, run_identity
 from dpcd.sweep.problem import SweepProblem, resolve_alpha
 from dpcd.sweep.run import private_smoothness_estimates, run_chunk
 
@@ -36,21 +36,55 @@ def test_fresh_seeds_are_distinct_reproducible_and_branch_off_the_selection_stre
     assert fresh_seeds(1, 5) != fresh_seeds(0, 5)
 
 
-def test_private_smoothness_estimates_keep_the_selection_stream_and_branch_for_fresh():
+def test_private_smoothness_estimates_are_keyed_by_seed_experiment_and_epsilon():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((40, 3))
-    selection = private_smoothness_estimates(X, "squares", 0.1, [1.0], 0, 2)
-    # The selection estimates are those the private smoothness stage always drew.
+    seeds = [run_seed(0, k) for k in range(2)]
+    selection = private_smoothness_estimates(X, "squares", 0.1, [1.0, 2.0], seeds, "e")
+    # Each estimate is drawn from SeedSequence(run_entropy(seed, identity)).
     datafit, _ = make_problem("squares", "none", 0.0)
     from dpcd import privacy
 
     for entry in selection["estimates"]:
-        seq = np.random.SeedSequence(0, spawn_key=(entry["seed_index"], 7))
-        expected, _ = privacy.estimate_smoothness(datafit, X, 0.1, np.random.default_rng(seq))
+        identity = run_identity("e", {"epsilon": entry["epsilon"], "smoothness_fraction": 0.1},
+                                stream="private_smoothness")
+        seq = np.random.SeedSequence(run_entropy(seeds[entry["seed_index"]], identity))
+        expected, _ = privacy.estimate_smoothness(datafit, X, 0.1 * entry["epsilon"],
+                                                  np.random.default_rng(seq))
         assert entry["smoothness"] == pytest.approx(expected.tolist(), rel=0, abs=0)
-    fresh = private_smoothness_estimates(X, "squares", 0.1, [1.0], 0, 2, branch=(1,))
-    for a, b in zip(selection["estimates"], fresh["estimates"]):
-        assert a["smoothness"] != b["smoothness"]
+        assert entry["seed"] == seeds[entry["seed_index"]]
+    again = private_smoothness_estimates(X, "squares", 0.1, [1.0, 2.0], seeds, "e")
+    assert again == selection
+    fresh = private_smoothness_estimates(X, "squares", 0.1, [1.0, 2.0], fresh_seeds(0, 2), "e")
+    other = private_smoothness_estimates(X, "squares", 0.1, [1.0, 2.0], seeds, "e2")
+    for a, b, c in zip(selection["estimates"], fresh["estimates"], other["estimates"]):
+        assert a["smoothness"] != b["smoothness"] and a["smoothness"] != c["smoothness"]
+
+
+def test_dp_cd_p_laplace_draws_are_independent_across_epsilon():
+    """The noise of the smoothness release at epsilon 1 and 2 (same seed, same
+    experiment), each divided by its scale: uncorrelated, where a shared stream
+    gives the same standardised draws (correlation 1). Features of magnitude 1,
+    so every mean is 1/4 of its bound and the clamp to [b/100, b] is rare."""
+    rng = np.random.default_rng(1)
+    n, p = 20_000, 100
+    X = rng.choice([-1.0, 1.0], size=(n, p))
+    estimates = private_smoothness_estimates(X, "squares", 0.1, [1.0, 2.0], [run_seed(0, 0)],
+                                             "e")["estimates"]
+    true = make_problem("squares", "none", 0.0)[0].coordinate_smoothness(X)
+    standardised = []
+    for entry in estimates:
+        scale = np.asarray(entry["ledger"]["mechanisms"][0]["noise_scale"])
+        bound = 4 * true  # (2 max |x_ij|)^2 times the loss constant
+        noise = np.asarray(entry["smoothness"]) - true
+        inside = (np.asarray(entry["smoothness"]) > 0.01 * bound) & (np.asarray(entry["smoothness"]) < bound)
+        standardised.append((noise / scale, inside))
+    (a, ia), (b, ib) = standardised
+    keep = ia & ib
+    assert keep.sum() > 90
+    r = np.corrcoef(a[keep], b[keep])[0, 1]
+    # independent: r ~ N(0, 1/100); 4 standard deviations
+    assert abs(r) < 0.4, r
 
 
 # --- running the selected configurations ---------------------------------------------
@@ -91,7 +125,11 @@ def test_run_fresh_runs_the_same_configurations_on_fresh_seeds_with_their_own_le
     table = chosen[["solver", "config_id"]]
     fresh, records, spec = run_fresh({**SPEC, "fresh_seeds": 3}, table, problem, f_star)
     assert set(fresh["config_id"]) == set(table["config_id"])
-    assert sorted(fresh["seed"].unique()) == sorted(fresh_seeds(0, 3))
+    for (cid, epsilon, passes), rows in fresh.groupby(["config_id", "epsilon", "passes"]):
+        cell = {"experiment": "e", "solver": "dp_cd", "epsilon": epsilon, "passes": passes}
+        assert sorted(rows["seed"].unique()) == sorted(fresh_seeds(0, 3, cell))
+    # two cells, two sets of fresh seeds
+    assert fresh.groupby("config_id")["seed"].apply(frozenset).nunique() == 2
     assert not set(fresh["seed"]) & set(runs["seed"])
     assert (fresh["seed_set"] == "fresh").all() and spec["seeds"] == 3
     for record in records:
@@ -125,7 +163,7 @@ def _selected():
     return pd.DataFrame({
         "solver": ["dp_cd", "dp_cd", "dp_sgd", "dp_sgd"], "epsilon": 1.0, "passes": [2, 5, 2, 5],
         "rel_error_mean": [0.04, 0.03, 0.05, 0.06], "rel_error_std": 0.01,
-        "config_id": ["a1", "a2", "b1", "b2"],
+        "config_id": ["a1", "a2", "b1", "b2"], "neighbouring": "replace_one",
     })
 
 
@@ -154,7 +192,7 @@ def test_fresh_table_puts_both_numbers_side_by_side():
     assert row.loc["a1", "fresh_time_mean"] == pytest.approx(0.25)  # last iterates' times
     assert np.isnan(row.loc["b2", "fresh_rel_error_mean"])  # no fresh runs for it
     text = fresh_markdown(table, "exp", 2)
-    assert "| dp_cd | 1 | 0.0400 / 0.1200 | 0.0300 / 0.1200 |" in text
+    assert "| dp_cd | replace_one | 1 | 0.0400 / 0.1200 | 0.0300 / 0.1200 |" in text
     metrics = fresh_metrics(table)
     assert metrics["fresh_rel_error.dp_cd.eps1.passes2"] == pytest.approx(0.12)
     # best cell on the selection seeds is passes 5 for dp_cd: its fresh value
@@ -252,7 +290,7 @@ def test_summary_of_a_validation_experiment_takes_both_test_metrics_from_the_fre
     table = add_fresh(stacked, {"exp": fresh})
     assert list(table["test_metric_median"]) == [0.8, 0.81, 0.7, 0.71]
     text = fresh_summary_markdown(table)
-    assert "| exp | dp_cd | 1 | 0.8 / 0.75 | 0.81 / 0.8 |" in text
+    assert "| exp | dp_cd | replace_one | 1 | 0.8 / 0.75 | 0.81 / 0.8 |" in text
     # without the selected-on metric the section is left out, not a crash
     assert "Test metric" not in fresh_summary_markdown(table.drop(columns="test_metric_median"))
 

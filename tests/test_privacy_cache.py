@@ -171,9 +171,9 @@ def _pld_evaluations(monkeypatch):
     seen, kind = [], []
     new_accountant, make_event = accounting.new_accountant, accounting.make_event
 
-    def accountant(k, rel):
+    def accountant(k, rel, *interval):
         kind.append(k)
-        return new_accountant(k, rel)
+        return new_accountant(k, rel, *interval)
 
     def event(spec, z):
         if kind.pop() == "pld":

@@ -109,8 +109,13 @@ def test_dp_sgd_without_replacement():
     with pytest.raises(ValueError, match="accountant"):
         privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, sampling="without_replacement",
                                  accountant="pld")
-    with pytest.raises(ValueError, match="relation"):
-        privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, relation="replace_one")
+    # Poisson under replace-one is PLD's alone (tests/test_privacy_neighbouring.py)
+    with pytest.raises(ValueError, match="accountant"):
+        privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, relation="replace_one",
+                                 accountant="rdp")
+    with pytest.raises(ValueError, match="neighbouring"):
+        privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, sampling="without_replacement",
+                                 relation="add_or_remove_one")
 
 
 @pytest.mark.parametrize("variant", ["dual", "seq"])

@@ -9,6 +9,32 @@ from dpcd.problems import make_problem
 from dpcd.solvers import dp_sgd, reference_solve
 
 
+_MASK = (1 << 64) - 1
+
+
+def _splitmix(key, c):
+    """SplitMix64 output ``c`` of the stream ``key`` (Python ints, mod 2**64)."""
+    z = (key + c * 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def _gaps(seed, q):
+    """The documented sampling stream of a run seeded ``seed``: Geometric(q)
+    gaps ``ceil(-log(U) / lam)``, ``U = (m + 1/2) 2**-53`` with ``m`` the top 53
+    bits of SplitMix64 output ``c`` of the key of the first SeedSequence child."""
+    import math
+
+    key = int(np.random.SeedSequence(seed).spawn(2)[0].generate_state(1, np.uint64)[0])
+    lam = -math.log1p(-q)
+    c = 0
+    while True:
+        u = ((_splitmix(key, c) >> 11) + 0.5) * 2.0**-53
+        yield 1 if q >= 1 else math.ceil(-math.log(u) / lam)
+        c += 1
+
+
 def _data(seed=0, n=80, p=10, logistic=False):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, p))
@@ -141,13 +167,11 @@ def test_warmup_runs():
 
     # each solver module adds its kernels; these are the ones DP-SGD relies on
     assert {"dp_cd", "dp_sgd", "reference"} <= set(warmup())
-    # both DP-SGD kernels (a sweep's calls of many runs take the runs-inner one:
-    # a solve job must not compile it beside another)
-    import importlib
+    # a solve job must not compile DP-SGD's kernel beside another
+    from dpcd.solvers import _dp_sgd_independent
 
-    module = importlib.import_module("dpcd.solvers.dp_sgd")
-    for kernel in (module._dp_sgd_kernel, module._dp_sgd_kernel_runs_inner):
-        assert kernel.signatures
+    # the kernel of dp_sgd and of a sweep's runs (each on its own streams)
+    assert _dp_sgd_independent._kernel.signatures
 
 
 @pytest.mark.parametrize("passes", [0.01, 1.5, 3.0])
@@ -183,15 +207,13 @@ def test_sampling_is_the_documented_stream(batch_size, passes):
     res = dp_sgd(X, y, datafit, pen, step=0.01, clip=1.0, noise_scale=1.0,
                  passes=passes, seed=11, batch_size=batch_size)
     q = batch_size / n
-    lam = -np.log1p(-q)
-    rng_sample = np.random.SeedSequence(11).spawn(2)[0]
-    rng_sample = np.random.default_rng(rng_sample)
+    gaps = _gaps(11, q)
     n_trials = res.extra["n_steps"] * n
     expected = np.zeros(n, dtype=np.int64)
-    pos = int(np.ceil(rng_sample.standard_exponential() / lam)) - 1
+    pos = next(gaps) - 1
     while pos < n_trials:
         expected[pos % n] += 1
-        pos += int(np.ceil(rng_sample.standard_exponential() / lam))
+        pos += next(gaps)
     np.testing.assert_array_equal(res.extra["inclusions"], expected)
 
 
@@ -233,22 +255,22 @@ def test_iterates_replay_the_documented_algorithm_bit_for_bit(penalty, batch_siz
     res = dp_sgd(X, y, datafit, pen, step=gamma, clip=clip, noise_scale=sigma, passes=4,
                  seed=5, batch_size=batch_size, global_smoothness=beta)
     T, eta, q = res.n_updates, gamma / beta, batch_size / n
-    sample_seq, noise_seq = np.random.SeedSequence(5).spawn(2)
-    rng_sample, lam = np.random.default_rng(sample_seq), -np.log1p(-q)
+    noise_seq = np.random.SeedSequence(5).spawn(2)[1]
+    gaps = _gaps(5, q)
     z = np.empty(T * p + T * p % 2)
     fill_normals(stream_key(noise_seq), 0, z)
     shrink, divide = {"l1": (eta * alpha, 1.0), "l2": (0.0, 1.0 + eta * alpha),
                       "elastic_net": (eta * alpha * 0.5, 1.0 + eta * alpha * 0.5)}[penalty]
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     w = np.zeros(p)
-    pos = int(np.ceil(rng_sample.standard_exponential() / lam)) - 1
+    pos = next(gaps) - 1
     sizes = []
     for t in range(T):
         g = np.zeros(p)
         batch = []
         while pos < (t + 1) * n:
             batch.append(pos - t * n)
-            pos += int(np.ceil(rng_sample.standard_exponential() / lam))
+            pos += next(gaps)
         sizes.append(len(batch))
         for i in batch:
             a = X[i] * w  # the kernel's dot product: four partial sums (j mod 4)
@@ -271,8 +293,9 @@ def test_iterates_replay_the_documented_algorithm_bit_for_bit(penalty, batch_siz
 @pytest.mark.parametrize("inner", [False, True], ids=["runs_outer", "runs_inner"])
 def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_call, inner,
                                                   monkeypatch):
-    """dp_sgd_many shares the batches and normals of one seed among its runs:
-    each run must be exactly dp_sgd's run with its own settings, whatever its
+    """dp_sgd_many(seed=...) shares the batches and normals of one seed among its
+    runs (common random numbers): each run must be exactly the run alone on that
+    seed (``dp_sgd_many`` of one run) with its own settings, whatever its
     neighbours (lengths, fractional passes, inf clipping, no noise), its
     position, the number of runs (odd) and how many a kernel call takes
     (``per_call``: 7 runs in calls of 3, 3 and 1), with either kernel
@@ -307,8 +330,8 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
         [7] * 7 if per_call is None else [1, 3, 3, 3, 3, 3, 3])
     monkeypatch.setattr(module, "_takes_inner", lambda n_runs, n_features: False)
     for k, got in enumerate(many):
-        alone = dp_sgd(X, y, datafit, pen, step=steps[k], clip=clips[k],
-                       noise_scale=scales[k], passes=passes[k], **kw)
+        (alone,) = dp_sgd_many(X, y, datafit, pen, steps=[steps[k]], clips=[clips[k]],
+                               noise_scales=[scales[k]], passes=[passes[k]], **kw)
         np.testing.assert_array_equal(got.w, alone.w)
         np.testing.assert_array_equal(got.objective, alone.objective)
         np.testing.assert_array_equal(got.passes_done, alone.passes_done)

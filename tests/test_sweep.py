@@ -116,7 +116,7 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
 
     from dpcd.problems import make_problem
     from dpcd.sweep.adapters import MANY, Budget, run_dp_sgd
-    from dpcd.sweep.grid import run_seed
+    from dpcd.sweep.grid import run_entropy, run_identity, run_seed
     from dpcd.sweep.problem import SweepProblem
     from dpcd.sweep.run import chunk_configurations, run_configurations
 
@@ -140,7 +140,8 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
     alone, _ = run_configurations(spec, configs, seeds, problem, 0.01, together=False)
     pd.testing.assert_frame_equal(together.drop(columns="time"), alone.drop(columns="time"))
     # the one-run adapter is the same run again, with the same ledger
-    result, ledger = run_dp_sgd(problem, configs[5], seeds[1],
+    entropy = run_entropy(seeds[1], run_identity(spec["experiment"], configs[5]))
+    result, ledger = run_dp_sgd(problem, configs[5], entropy,
                                 Budget(configs[5]["epsilon"], 1e-4))
     np.testing.assert_array_equal(result.objective, records[5].objective[1])
     assert ledger.to_dict() == records[5].ledgers[1].to_dict()

@@ -11,8 +11,19 @@ way.
 Privacy notes (see DESIGN.md, "Privacy conventions")
 -----------------------------------------------------
 * The guarantee is (ε, δ)-DP for ``coef_`` and ``intercept_`` under the
-  replace-one relation, with ``n_samples`` public; the full account is
-  ``privacy_ledger_``.
+  ``neighbouring`` relation (default replace-one, with ``n_samples``
+  public), the same for every solver so that two models at one ε compare
+  like for like; the full account is ``privacy_ledger_``.  Per solver
+  (:mod:`dpcd.privacy.calibrate`): dp_cd, dp_cd_p, dp_gcd and primal_dp_scd
+  run under replace-one only (means over a public n); dp_sgd's clipped sum
+  has sensitivity 2C under replace-one (Poisson batches, PLD accountant), C
+  under add-or-remove-one or the zero record; dp_scd runs under replace-one
+  (sensitivity 2√2·C) or the zero record (√2·C, the paper's); seq_dp_scd
+  under replace-one samples fixed-size batches without replacement (Lemma
+  5), under the zero record Poisson batches.  ``neighbouring="paper"``
+  calibrates each solver under its paper's relation (DP-SGD
+  add-or-remove-one, DP-SCD the zero record), the protocols the published
+  tables mix.
 * Quantities computed from the data and used without noise are listed in
   ``privacy_ledger_.nonprivate_inputs``: ``exact_smoothness`` (dp_cd: the
   M_j set the steps and clipping thresholds), ``smoothness_bounds_from_data``
@@ -64,13 +75,14 @@ from dpcd import privacy
 from dpcd.problems import make_problem
 from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.sweep.adapters import Budget, get_adapter
+from dpcd.sweep.grid import run_entropy
 from dpcd.sweep.problem import SweepProblem
 
 SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd", "seq_dp_scd", "primal_dp_scd")
 RULES = ("gs_r", "gs_s", "gs_q", "smooth")
 # DP-SCD (Damaskinos et al. 2021): dual, sequential and primal variants
 SCD_SOLVERS = ("dp_scd", "seq_dp_scd", "primal_dp_scd")
-ACCOUNTANTS = ("auto", "rdp", "pld", "paper")
+ACCOUNTANTS = ("auto", "rdp", "pld", "paper", "paper_invalid_bound")
 
 # Checks of sklearn.utils.estimator_checks that cannot apply, by estimator
 # class name, with the reason (used by ``parametrize_with_checks`` in the
@@ -111,6 +123,31 @@ def _seed_of(random_state):
     )
 
 
+def _check_accountant(accountant, solver):
+    """The accountant a fit runs with; DP-GCD's paper calibration only on request.
+
+    DP-GCD's ``"paper"`` calibration (Theorem 4.2) runs report-noisy-max at
+    Delta/eps' over scores that are not monotone: the epsilon it reports is not
+    a valid bound. It is refused unless asked for by name,
+    ``"paper_invalid_bound"`` (to reproduce the paper; the ledger then
+    carries the caveat ``invalid_bound``).
+    """
+    accountant = check_choice(accountant, "accountant", ACCOUNTANTS)
+    if solver == "dp_gcd" and accountant == "paper":
+        raise ValueError(
+            "accountant='paper' with solver='dp_gcd' is the paper's calibration "
+            "(Theorem 4.2: noisy max at Delta/eps' over non-monotone scores), whose "
+            "epsilon is not a valid bound; use 'auto', 'rdp' or 'pld', or "
+            "accountant='paper_invalid_bound' to reproduce the paper (the ledger is "
+            "then tagged invalid_bound)")
+    if accountant == "paper_invalid_bound":
+        if solver != "dp_gcd":
+            raise ValueError("accountant='paper_invalid_bound' is DP-GCD's paper "
+                             f"calibration; solver {solver!r} has none: use 'paper'")
+        return "paper"
+    return accountant
+
+
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
             or int(value) != value or value < 1:
@@ -148,7 +185,9 @@ class _BaseDPLinear(BaseEstimator):
         passes = _check_positive_int(self.passes, "passes")
         step = _check_positive(self.step, "step")
         clip = _check_positive(self.clip, "clip")
-        accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        accountant = _check_accountant(self.accountant, solver)
+        privacy.check_neighbouring(solver, self.neighbouring)  # before any release
+        budget = Budget(epsilon, delta, accountant, self.neighbouring)
         datafit, penalty = make_problem(self._loss, self.penalty, self.alpha,
                                         self.l1_ratio)
         config = {"step": step, "clip": clip, "passes": passes}
@@ -172,7 +211,12 @@ class _BaseDPLinear(BaseEstimator):
         else:
             smoothness = datafit.coordinate_smoothness(X)
         zero = np.flatnonzero(smoothness <= 0)
-        if zero.size:
+        # dp_cd and dp_gcd set their steps and thresholds from the exact M_j
+        # (a non-private input) and cannot use M_j = 0; dp_cd_p takes its
+        # constants from the private release (an all-zero column's coefficient
+        # then moves by noise alone) and dp_sgd uses none, so neither refuses
+        # a column by looking at it
+        if zero.size and solver in ("dp_cd", "dp_gcd"):
             raise ValueError(
                 f"column(s) {zero.tolist()} of X are all zero, so their smoothness "
                 "constant M_j is 0 and coordinate steps 1/M_j are undefined; drop them"
@@ -185,8 +229,10 @@ class _BaseDPLinear(BaseEstimator):
             smoothness = np.append(smoothness, datafit.per_sample_smoothness(
                 np.ones((1, 1)))[0, 0])
 
-        # one SeedSequence per fit: one stream for the solver, one for smoothness
-        seq = np.random.SeedSequence(_seed_of(self.random_state))
+        # one SeedSequence per fit, from random_state and the fit's settings
+        # (releases compared or combined must be independent: run_entropy);
+        # one stream for the solver, one for smoothness
+        seq = self._seed_sequence(solver, epsilon, delta, accountant, config)
         solver_ss, smooth_ss = seq.spawn(2)
         estimate = None
         if solver == "dp_cd_p":
@@ -204,7 +250,7 @@ class _BaseDPLinear(BaseEstimator):
         )
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = get_adapter(solver)(
-            problem, config, seed, Budget(epsilon, delta, accountant), estimate
+            problem, config, seed, budget, estimate
         )
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
@@ -219,7 +265,9 @@ class _BaseDPLinear(BaseEstimator):
         delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
         passes = _check_positive_int(self.passes, "passes")
         clip = _check_positive(self.clip, "clip")
-        accountant = check_choice(self.accountant, "accountant", ACCOUNTANTS)
+        accountant = _check_accountant(self.accountant, solver)
+        privacy.check_neighbouring(solver, self.neighbouring)  # before any release
+        budget = Budget(epsilon, delta, accountant, self.neighbouring)
         if self.penalty != "l2":
             raise ValueError(f"penalty must be 'l2' for {solver} (the paper's "
                              f"(lambda/2)||w||^2), got {self.penalty!r}")
@@ -249,16 +297,32 @@ class _BaseDPLinear(BaseEstimator):
             smoothness=np.full(X.shape[1], np.nan), global_smoothness=np.nan,
             max_abs=np.abs(X).max(axis=0),
         )
-        seq = np.random.SeedSequence(_seed_of(self.random_state))
+        seq = self._seed_sequence(solver, epsilon, delta, accountant, config)
         seed = [int(s) for s in seq.spawn(1)[0].generate_state(4)]
         result, ledger = get_adapter(solver)(
-            problem, config, seed, Budget(epsilon, delta, accountant), None
+            problem, config, seed, budget, None
         )
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
         self.n_iter_ = passes
         self.n_updates_ = int(result.n_updates)
         return result.w * self.row_scale_
+
+    def _seed_sequence(self, solver, epsilon, delta, accountant, config):
+        """``SeedSequence(run_entropy(random_state, settings))``: fits that differ in
+        any setting (epsilon, step, clip, ...) draw independent noise, even with
+        the same ``random_state``; the same settings and int give the same model."""
+        identity = {
+            "estimator": type(self).__name__, "solver": solver, "loss": self._loss,
+            "epsilon": epsilon, "delta": delta, "accountant": accountant,
+            "neighbouring": self.neighbouring,
+            "penalty": self.penalty, "alpha": float(self.alpha),
+            "l1_ratio": float(self.l1_ratio), "fit_intercept": bool(self.fit_intercept),
+            **config,
+        }
+        if solver == "dp_cd_p":
+            identity["smoothness_fraction"] = float(self.smoothness_fraction)
+        return np.random.SeedSequence(run_entropy(_seed_of(self.random_state), identity))
 
     def _normalise(self, X):
         """Rows scaled to norm ``row_scale_`` (zero rows stay zero)."""
@@ -369,11 +433,26 @@ _PARAMETERS_DOC = """
         norm — ``1/sqrt(n_samples)`` for primal_dp_scd — in ``fit`` and
         ``predict`` (a per-record map, no privacy cost); False refuses rows
         of norm > 1.  Ignored by the other solvers.
-    accountant : {"auto", "rdp", "pld", "paper"}, default="auto"
-        Accountant of the calibration (see :mod:`dpcd.privacy`).
+    accountant : {"auto", "rdp", "pld", "paper", "paper_invalid_bound"}, \
+default="auto"
+        Accountant of the calibration (see :mod:`dpcd.privacy`).  dp_gcd
+        refuses ``"paper"``: the paper's calibration (Theorem 4.2) reports an
+        ε that is not a valid bound; ``"paper_invalid_bound"`` runs it anyway,
+        to reproduce the paper, and its ledger carries the caveat
+        ``invalid_bound``.
+    neighbouring : {"replace_one", "add_or_remove_one", "replace_special", \
+"paper"}, default="replace_one"
+        Neighbouring relation of the guarantee (see the privacy notes): one
+        record replaced by any other, added or removed, or replaced by the
+        zero record; ``"paper"`` is each solver's paper's own.  A solver not
+        calibrated under the relation refuses it in ``fit``.
     random_state : int, RandomState instance or None, default=None
-        Seed of the run's ``numpy.random.SeedSequence``; same int, same model
-        bit for bit.  None draws fresh entropy.
+        Seed of the run's ``numpy.random.SeedSequence``, which also takes the
+        fit's settings (``dpcd.sweep.grid.run_entropy``): same int and
+        settings, same model bit for bit; fits that differ in any setting
+        draw independent noise.  None draws fresh entropy.  A recorded seed
+        lets anyone who has it subtract the noise: fix it to reproduce
+        research, leave it None for a model you release.
 """
 
 _ATTRIBUTES_DOC = """
@@ -431,7 +510,8 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
     def __init__(self, solver="dp_cd", epsilon=1.0, delta=None, passes=10, step=1.0,
                  clip=1.0, penalty="l1", alpha=0.1, l1_ratio=0.5, fit_intercept=False,
                  smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
-                 rule="gs_r", normalize_rows=True, accountant="auto", random_state=None):
+                 rule="gs_r", normalize_rows=True, accountant="auto", random_state=None,
+                 neighbouring="replace_one"):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -449,6 +529,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
+        self.neighbouring = neighbouring
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.
@@ -522,7 +603,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
                  step=1.0, clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5,
                  fit_intercept=False, smoothness_fraction=0.1, smoothness_bound=None,
                  batch_size=1, rule="gs_r", normalize_rows=True, accountant="auto",
-                 random_state=None):
+                 random_state=None, neighbouring="replace_one"):
         self.solver = solver
         self.loss = loss
         self.epsilon = epsilon
@@ -541,6 +622,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         self.normalize_rows = normalize_rows
         self.accountant = accountant
         self.random_state = random_state
+        self.neighbouring = neighbouring
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.

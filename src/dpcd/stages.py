@@ -88,6 +88,7 @@ def cmd_smoothness(args):
 def cmd_private_smoothness(args):
     """Private smoothness constants per (epsilon, seed), DP-CD Appendix F."""
     from dpcd.data import load_dataset
+    from dpcd.sweep.grid import run_seed
     from dpcd.sweep.run import epsilons_of, private_smoothness_estimates
 
     spec = json.loads(args.spec)
@@ -97,9 +98,10 @@ def cmd_private_smoothness(args):
             f"{args.data}: sparse X; the private smoothness estimate (dp_cd_p) takes "
             "dense data, and sparse datasets are never densified"
         )
+    seeds = [run_seed(spec["base_seed"], k) for k in range(spec["seeds"])]
     estimates = private_smoothness_estimates(
         X, spec["loss"], spec["smoothness_fraction"], epsilons_of(spec["privacy"]),
-        spec["base_seed"], spec["seeds"])
+        seeds, spec["experiment"])
     write_json(args.out, estimates)
 
 
@@ -472,7 +474,7 @@ def register(subparsers):
 
     p = add("private-smoothness", cmd_private_smoothness, "private smoothness constants (DP-CD App. F)")
     p.add_argument("--data", required=True)
-    p.add_argument("--spec", required=True, help="JSON: privacy, seeds, base_seed, loss, smoothness_fraction")
+    p.add_argument("--spec", required=True, help="JSON: experiment, privacy, seeds, base_seed, loss, smoothness_fraction")
     p.add_argument("--out", required=True)
 
     p = add("reference", cmd_reference, "non-private optimum F* of a problem")

@@ -1,5 +1,6 @@
 """End to end: the real workflow on the tiny config, read back from its outputs and MLflow."""
 
+import re
 import shutil
 
 import pandas as pd
@@ -87,6 +88,21 @@ def test_solve_jobs_account_for_their_time_and_share_calibrations(finished_workd
     assert len(keys) == len(set(keys))
 
 
+def test_every_table_states_the_neighbouring_relation(finished_workdir):
+    # One relation for every private solver (the default, replace-one), and a
+    # column of the selection table, the summary table and their markdown.
+    results = finished_workdir / "results"
+    table = pd.read_csv(results / "tables" / "exp_a.csv")
+    assert dict(zip(table.solver, table.neighbouring)) == {
+        "cd": "none", "dp_cd": "replace_one", "dp_sgd": "replace_one"}
+    assert "| dp_sgd | replace_one | 5 |" in (results / "tables" / "exp_a.md").read_text()
+    summary = pd.read_csv(results / "summary.csv")
+    assert set(summary[summary.solver != "cd"].neighbouring) == {"replace_one"}
+    text = (results / "summary.md").read_text()
+    assert "| exp_a | dp_sgd | replace_one | 5 |" in text
+    assert re.search(r"\| exp_a \| \d+% \| replace_one \|", text)  # DP-CD against DP-SGD
+
+
 def test_tidy_runs_have_every_seed_and_pass(finished_workdir):
     runs = pd.concat(
         pd.read_parquet(p) for p in (finished_workdir / "results" / "runs" / "exp_a").rglob("*.parquet")
@@ -120,6 +136,7 @@ def test_mlflow_runs_carry_params_curves_and_budget(finished_workdir):
             assert run.data.tags["privacy.private"] == "false"
             continue
         assert float(params["privacy.epsilon_target"]) == 5.0
+        assert params["privacy.neighbouring"] == "replace_one"  # the default, for every solver
         assert 0 < float(params["privacy.delta"]) < 1
         assert 0 < metrics["privacy.epsilon_achieved"] <= 5.0 + 1e-9
         assert metrics["privacy.noise_multiplier"] > 0
@@ -176,8 +193,14 @@ def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workd
         (lambda c: c["experiments"]["exp_a"]["privacy"].update(epsilon=0), "epsilon"),
         (lambda c: c["experiments"]["exp_a"].update(dataset="nowhere"), "nowhere"),
         (lambda c: c["experiments"]["exp_b"]["privacy"].update(delta=1.5), "delta"),
+        (lambda c: c["experiments"]["exp_a"]["privacy"].update(neighbouring="swap_two"),
+         "neighbouring"),
+        # DP-CD's means over a public n are calibrated under replace-one only
+        (lambda c: c["experiments"]["exp_a"]["privacy"].update(neighbouring="add_or_remove_one"),
+         "experiments.exp_a.privacy.neighbouring, solver dp_cd"),
     ],
-    ids=["unknown-solver", "epsilon-not-positive", "missing-dataset", "delta-out-of-range"],
+    ids=["unknown-solver", "epsilon-not-positive", "missing-dataset", "delta-out-of-range",
+         "unknown-relation", "relation-a-solver-refuses"],
 )
 def test_invalid_config_fails_at_start_naming_the_field(tmp_path, edit, field):
     config = yaml.safe_load((make_workdir(tmp_path) / "config" / "config.yaml").read_text())

@@ -143,6 +143,26 @@ def solver_entry(exp, name):
     return solver, entry, passes
 
 
+try:  # as the registry check: the solve jobs check again where dpcd is not importable
+    from dpcd.privacy.calibrate import check_neighbouring as _check_neighbouring
+except ImportError:
+    _check_neighbouring = None
+if _check_neighbouring is not None:
+    for _name, _exp in config["experiments"].items():
+        for _entry in _exp["solvers"]:
+            _solver, _grid, _ = solver_entry(_exp, _entry)
+            try:
+                _check_neighbouring(
+                    _solver,
+                    _exp["privacy"].get("neighbouring", "replace_one"),
+                    _grid.get("sampling"),
+                )
+            except ValueError as exc:
+                raise ValueError(
+                    f"config: experiments.{_name}.privacy.neighbouring, solver {_entry}: {exc}"
+                ) from None
+
+
 def private_smoothness_inputs(wildcards):
     """The private smoothness estimate, only for solvers that use one."""
     exp = _experiment(wildcards.experiment)
@@ -160,7 +180,9 @@ def private_smoothness_params(wildcards):
     exp = _experiment(wildcards.experiment)
     return _json(
         {
-            "privacy": exp["privacy"],
+            "experiment": wildcards.experiment,
+            # the estimate is replace-one whatever the experiment's relation
+            "privacy": {k: v for k, v in exp["privacy"].items() if k != "neighbouring"},
             "seeds": exp["seeds"],
             "base_seed": exp["base_seed"],
             "loss": exp["problem"]["loss"],

@@ -309,8 +309,13 @@ def load_adult(entry, raw_dir):
     if options:
         notes["encoding"] = {"dropped_attributes": dropped,
                              "dropped_indicators": left_out}
+    # imputation by the training mode, the category set read off the training
+    # data and (drop_first) its most frequent category left out: all without noise
+    nonprivate = ["categorical_imputation", "category_set"]
+    if drop_first:
+        nonprivate.append("most_frequent_category_drop")
     return RawData(X, y, "binary", names, out["test"][0], out["test"][1],
-                   nonprivate_inputs=["categorical_imputation"], notes=notes)
+                   nonprivate_inputs=nonprivate, notes=notes)
 
 
 def _nips_labels(entry, path):

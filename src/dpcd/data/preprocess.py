@@ -10,7 +10,9 @@ A variant is (split, transform):
   centred; train/validation/test split of App. E.
 
 All-zero training columns (smoothness constant 0) are dropped with a warning;
-``standardize`` also drops constant columns (zero variance).
+``standardize`` also drops constant columns (zero variance). Which columns go
+is read off the training data without noise: a dataset that lost columns
+records ``column_drop`` among its non-private inputs.
 """
 
 import sys
@@ -191,6 +193,7 @@ def apply_recipe(raw, variant, dataset="?", seed=0):
         if keep.size == 0:
             raise ValueError(f"dataset {dataset!r}: every column is {reason}")
         meta["dropped_columns"] = {"reason": reason, "names": dropped}
+        meta["nonprivate_inputs"].append("column_drop")
         names = [names[j] for j in keep]
         mean, std, maxabs = mean[keep], std[keep], maxabs[keep]
         for k, part in parts.items():

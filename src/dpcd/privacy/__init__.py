@@ -9,12 +9,15 @@ the :class:`Ledger` to log.  See DESIGN.md, "Privacy conventions".
 
 from dpcd.privacy.accounting import calibrate_multiplier, epsilon_of, make_event
 from dpcd.privacy.calibrate import (
+    NEIGHBOURING,
     Calibration,
     calibrate_dp_cd,
     calibrate_dp_cd_p,
     calibrate_dp_scd,
     calibrate_dp_sgd,
+    check_neighbouring,
     check_sampling,
+    default_sampling,
     dp_scd_sensitivity,
     split_smoothness_budget,
     theorem_3_1_multiplier,
@@ -28,6 +31,7 @@ from dpcd.privacy.smoothness import (
 )
 
 __all__ = [
+    "NEIGHBOURING",
     "BudgetLine",
     "Calibration",
     "Ledger",
@@ -38,7 +42,9 @@ __all__ = [
     "calibrate_dp_scd",
     "calibrate_dp_sgd",
     "calibrate_multiplier",
+    "check_neighbouring",
     "check_sampling",
+    "default_sampling",
     "dp_scd_sensitivity",
     "epsilon_of",
     "make_event",

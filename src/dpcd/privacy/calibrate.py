@@ -5,23 +5,46 @@ Each function is pure (never touches data), validates its arguments, calls
 :class:`Calibration` with the noise the solver must add and the ledger the
 run must log.
 
-Sensitivities (replace-one unless stated):
+Neighbouring relations (``relation``; the workflow's and the estimators'
+``neighbouring`` setting, docs/method/neighbouring.md): ``"replace_one"``
+(one record replaced by any other; n public), ``"add_or_remove_one"`` (one
+record added or removed) and ``"replace_special"`` (one record replaced by
+the zero record, the DP-SCD paper's).  ``"paper"`` (or ``None``) stands for
+the relation each paper calibrated its solver under (:func:`paper_relation`).
+A solver refuses a relation it is not calibrated for, with an error naming
+the setting.
 
-* DP-CD: coordinate gradient j is a mean over n per-sample coordinate
-  gradients clipped to [−C_j, C_j]; replacing one record moves it by at most
-  2·C_j/n.  All p coordinates share one noise multiplier z and
-  σ_j = z·2·C_j/n (Theorem 3.1 has the same shape).
-* DP-SGD: sum of per-sample gradients clipped to ℓ2 norm C.  Poisson
-  sampling, add-or-remove-one: sensitivity C.  Fixed-size batches without
-  replacement, replace-one: sensitivity 2·C.
+Sensitivities per solver and relation (ℓ2 unless stated):
+
+* DP-CD, DP-CD-P: coordinate gradient j is a mean over n per-sample
+  coordinate gradients clipped to [−C_j, C_j]; replacing one record moves it
+  by at most 2·C_j/n.  All p coordinates share one noise multiplier z and
+  σ_j = z·2·C_j/n (Theorem 3.1 has the same shape).  Replace-one only: the
+  mean and its noise σ_j are functions of n, so adding or removing a record
+  changes the noise scale as well as the mean (not the shifted-Gaussian pair
+  any accountant assumes); the zero record is not derived here.
+* DP-GCD (:mod:`dpcd.privacy.gcd`): replace-one only, for the same reason.
+* DP-SGD: sum of per-sample gradients clipped to ℓ2 norm C, so one record's
+  contribution lies in the ball of radius C around 0.
+  Add-or-remove-one or the zero record (Poisson sampling): sensitivity C.
+  Replace-one: sensitivity 2·C; with Poisson sampling only the PLD accountant
+  accounts it and its noise unit is the radius C (σ = z·C, see
+  :func:`dpcd.privacy.accounting.sensitivity_unit`), with fixed-size batches
+  without replacement the RDP accountant's unit is the sensitivity (σ = z·2C).
 * DP-SCD (dual, Lemma 1): the [α; v] update of one mini-batch, rows of X of
-  unit norm, each |ζ_i| ≤ C.  Replacing a record by the zero record moves it
-  by at most √2·C (the paper's relation, ``replace_special``, used with
-  Poisson sampling); replacing it by any record moves it by at most 2√2·C
-  (``replace_one``, used with sampling without replacement).
+  unit norm, each |ζ_i| ≤ C: one record's contribution has norm ≤ √2·C.
+  Replacing a record by the zero record moves the update by at most √2·C
+  (the paper's relation, ``replace_special``, Poisson sampling); replacing
+  it by any record by at most 2√2·C (``replace_one``: without replacement,
+  or Poisson through PLD with unit √2·C).  Not under add-or-remove-one: θ =
+  v/(λN) and the dual variables are indexed by a public N.
 * seqDP-SCD and primal DP-SCD (Lemmas 5, 4): 2·C·√(L(L+1)); the proofs only
   use |ζ| ≤ C and unit norms on both datasets, so the bound holds under
-  replace-one as well as for the zero record.
+  replace-one as well as for the zero record.  It bounds the change of the
+  whole batch's (sequential) update, not one record's contribution around 0,
+  so the Poisson replace-one pair of PLD does not apply to seqDP-SCD: seq
+  runs replace-one without replacement, replace-special with Poisson.
+  Primal (every record, q = 1) is replace-one only (public N).
 """
 
 from __future__ import annotations
@@ -49,6 +72,98 @@ from dpcd.privacy.validation import (
 
 SAMPLINGS = ("poisson", "without_replacement")
 ACCOUNTANT_CHOICES = ("auto", "rdp", "pld", "paper")
+# The ``neighbouring`` setting: one relation for every solver, or each paper's own.
+NEIGHBOURING = (*accounting.RELATIONS, "paper")
+
+
+def paper_relation(algorithm: str, sampling: str = "none") -> str:
+    """The relation the paper of ``algorithm`` calibrated it under.
+
+    DP-SGD (the DP-CD, DP-GCD and DP-SCD papers' baseline, Abadi et al.'s
+    moments accountant) add-or-remove-one with Poisson sampling; DP-SCD and
+    seqDP-SCD the zero record with Poisson sampling; everything else, and any
+    sampling without replacement, replace-one.
+    """
+    if sampling == "poisson":
+        return "add_or_remove_one" if algorithm == "dp_sgd" else "replace_special"
+    return "replace_one"
+
+
+PUBLIC_N = ("its releases are means over a public n whose noise scale is a function of n; "
+            "adding or removing a record changes the noise as well as the mean, and the "
+            "zero-record relation is not derived for it")
+_SCD_N = "the dual variables and theta = v/(lambda N) use a public N"
+_LEMMA_5 = ("Lemma 5 bounds the change of a whole batch's sequential update, not one "
+            "record's contribution, which Poisson replace-one accounting needs; use "
+            "sampling without_replacement for replace_one")
+
+
+def supported_relations(algorithm: str, sampling: str = "none") -> tuple[tuple[str, ...], str]:
+    """The relations private solver ``algorithm`` is calibrated under with
+    ``sampling``, and why the others are refused (module docstring)."""
+    if algorithm in ("dp_cd", "dp_cd_p", "dp_gcd"):
+        return ("replace_one",), PUBLIC_N
+    if algorithm == "dp_sgd":
+        if sampling == "poisson":
+            return tuple(accounting.RELATIONS), ""
+        return ("replace_one",), "sampling without replacement is accounted under replace_one only"
+    if algorithm in ("dp_scd", "seq_dp_scd", "primal_dp_scd"):
+        if sampling != "poisson":
+            return ("replace_one",), _SCD_N
+        if algorithm == "seq_dp_scd":
+            return ("replace_special",), _LEMMA_5
+        return ("replace_special", "replace_one"), _SCD_N
+    raise ValueError(f"neighbouring: no relations known for solver {algorithm!r}")
+
+
+def resolve_relation(relation, algorithm: str, sampling: str = "none") -> str:
+    """The relation ``relation`` (a :data:`NEIGHBOURING` value or None, the
+    paper's) stands for, refused unless ``algorithm`` is calibrated under it.
+
+    Raises
+    ------
+    ValueError
+        Naming the ``neighbouring`` setting, the solver and the reason.
+    """
+    if relation is None or relation == "paper":
+        relation = paper_relation(algorithm, sampling)
+    check_choice(relation, "neighbouring", NEIGHBOURING)
+    supported, why = supported_relations(algorithm, sampling)
+    if relation not in supported:
+        raise ValueError(
+            f"neighbouring: {algorithm} (sampling {sampling!r}) is calibrated under "
+            f"{' or '.join(supported)} only, got {relation!r}" + (f": {why}" if why else ""))
+    return relation
+
+
+def check_neighbouring(solver: str, relation, samplings=None) -> None:
+    """Refuse, before anything runs, a ``neighbouring`` setting ``solver``
+    cannot be calibrated under, for each record sampling it may use
+    (``samplings``: one value, a list or None for the solver's default).
+    Non-private solvers accept every relation."""
+    check_choice(relation, "neighbouring", NEIGHBOURING)
+    if solver not in PRIVATE_SAMPLING:
+        return
+    if samplings is None:
+        samplings = [default_sampling(solver, relation)]
+    for sampling in [samplings] if isinstance(samplings, str) else samplings:
+        resolve_relation(relation, solver, sampling)
+
+
+# The record sampling each private solver performs unless configured otherwise.
+PRIVATE_SAMPLING = {"dp_cd": "none", "dp_cd_p": "none", "dp_gcd": "none", "dp_sgd": "poisson",
+                    "dp_scd": "poisson", "seq_dp_scd": "poisson", "primal_dp_scd": "none"}
+
+
+def default_sampling(solver: str, relation) -> str:
+    """The record sampling ``solver`` performs under the ``neighbouring``
+    setting ``relation`` unless configured otherwise: seqDP-SCD samples
+    fixed-size batches without replacement under replace-one (the only
+    sampling its Lemma 5 is accounted for there) and Poisson batches
+    otherwise (the paper's); every other solver as :data:`PRIVATE_SAMPLING`."""
+    if solver == "seq_dp_scd" and relation == "replace_one":
+        return "without_replacement"
+    return PRIVATE_SAMPLING[solver]
 
 
 @dataclass(frozen=True)
@@ -150,8 +265,9 @@ def calibrate_dp_cd(n, p, passes, clip, epsilon, delta, accountant="auto",
     accountant : {"auto", "rdp", "pld", "paper"}
         ``"paper"`` uses Theorem 3.1's closed form (ε ≤ 1, δ < 1/3) and
         reports the ε that RDP certifies for it.
-    relation : {"replace_one"}
-        DP-CD releases means over a public n: replace-one only.
+    relation : {"replace_one", "paper"}
+        DP-CD releases means over a public n: replace-one only (see the
+        module docstring); any other relation is refused.
 
     Returns
     -------
@@ -162,7 +278,7 @@ def calibrate_dp_cd(n, p, passes, clip, epsilon, delta, accountant="auto",
     p = check_positive_int(p, "p")
     passes = check_passes(passes)
     clip = check_clip(clip, p)
-    check_choice(relation, "relation", ("replace_one",))
+    relation = resolve_relation(relation, "dp_cd")
     steps = dp_cd_steps(p, passes)
     spec = ("gaussian", steps)
     if accountant == "paper":
@@ -199,7 +315,8 @@ def split_smoothness_budget(epsilon: float, fraction: float = 0.1) -> tuple[floa
 
 def calibrate_dp_cd_p(n, p, passes, clip, epsilon, delta, bounds=None,
                       smoothness_fraction=0.1, accountant="auto",
-                      smoothness_sensitivity="replace_one") -> Calibration:
+                      smoothness_sensitivity="replace_one",
+                      relation="replace_one") -> Calibration:
     """Calibrate DP-CD with private smoothness constants (Appendix F).
 
     ``smoothness_fraction·ε`` goes to the Laplace release of the p clipped
@@ -216,8 +333,10 @@ def calibrate_dp_cd_p(n, p, passes, clip, epsilon, delta, bounds=None,
         Defaults to 1 (the multiplier does not depend on it).
     """
     check_choice(smoothness_sensitivity, "smoothness_sensitivity", SENSITIVITIES)
+    relation = resolve_relation(relation, "dp_cd_p")
     eps_smooth, eps_cd = split_smoothness_budget(epsilon, smoothness_fraction)
-    cal = calibrate_dp_cd(n, p, passes, clip, eps_cd, delta, accountant=accountant)
+    cal = calibrate_dp_cd(n, p, passes, clip, eps_cd, delta, accountant=accountant,
+                          relation=relation)
     bounds = check_clip(1.0 if bounds is None else bounds, check_positive_int(p, "p"),
                         name="bounds")
     smooth = smoothness_ledger(n, bounds, eps_smooth, smoothness_sensitivity)
@@ -257,10 +376,12 @@ def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="pois
         ℓ2 clipping threshold C.
     sampling : {"poisson", "without_replacement"}
         Must be the sampling the solver performs.
-    relation : str, optional
-        ``"add_or_remove_one"`` (default with Poisson, sensitivity C) or
-        ``"replace_one"`` (the only one with sampling without replacement,
-        sensitivity 2C).
+    relation : {"replace_one", "add_or_remove_one", "replace_special", "paper"}, optional
+        ``"add_or_remove_one"`` or ``"replace_special"`` (Poisson only,
+        sensitivity C, noise z·C) or ``"replace_one"`` (sensitivity 2C; noise
+        z·C with Poisson, accounted by PLD, whose unit is one record's
+        contribution; z·2C without replacement, RDP).  None or ``"paper"``:
+        add-or-remove with Poisson, replace-one without replacement.
 
     Returns
     -------
@@ -273,24 +394,35 @@ def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="pois
     passes = check_passes(passes)
     clip = float(check_clip(clip))
     check_choice(sampling, "sampling", SAMPLINGS)
-    if relation is None:
-        relation = "add_or_remove_one" if sampling == "poisson" else "replace_one"
+    relation = resolve_relation(relation, "dp_sgd", sampling)
     steps = int(math.ceil(passes * n / batch_size))
     spec = _sampled_spec(n, batch_size, steps, sampling)
     z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
+    # one record's clipped gradient lies in the ball of radius C around 0
     sens = clip if relation in ("add_or_remove_one", "replace_special") else 2.0 * clip
     q = batch_size / n
-    mech = Mechanism(name="clipped_gradient_sum", kind="gaussian", sensitivity=sens,
-                     sensitivity_norm="l2", noise_multiplier=z, noise_scale=z * sens,
-                     count=steps, sampling=sampling, sampling_rate=q, relation=relation,
-                     note=f"per-sample l2 clipping at C={clip:g}")
+    mech = _sampled_mechanism("clipped_gradient_sum", spec, relation, z, sens, steps, sampling,
+                              q, f"per-sample l2 clipping at C={clip:g}")
     ledger = Ledger(algorithm="dp_sgd", neighbouring=relation, accountant=used,
                     epsilon_target=epsilon, epsilon_achieved=achieved, delta=delta,
                     mechanisms=[mech],
                     budget=[_budget_line("optimisation", used, epsilon, achieved, delta, spec, z)])
-    return Calibration(noise_multiplier=z, noise_scales=z * sens, ledger=ledger,
-                       epsilon_achieved=achieved, steps=steps, sampling=sampling,
-                       sampling_rate=q)
+    return Calibration(noise_multiplier=mech.noise_multiplier, noise_scales=mech.noise_scale,
+                       ledger=ledger, epsilon_achieved=achieved, steps=steps,
+                       sampling=sampling, sampling_rate=q)
+
+
+def _sampled_mechanism(name, spec, relation, z, sens, steps, sampling, q, note):
+    """The ledger line of a sampled Gaussian release: noise std z·unit·``sens``
+    (:func:`dpcd.privacy.accounting.sensitivity_unit`), its multiplier over
+    the sensitivity, and, when the two differ, the accounted event's z."""
+    unit = accounting.sensitivity_unit(spec, relation)
+    if unit != 1.0:
+        note += (f"; dp_accounting PLD REPLACE_ONE event multiplier z={z:.6g} is relative "
+                 f"to one record's contribution ({unit:g} x the sensitivity)")
+    return Mechanism(name=name, kind="gaussian", sensitivity=sens, sensitivity_norm="l2",
+                     noise_multiplier=z * unit, noise_scale=z * unit * sens, count=steps,
+                     sampling=sampling, sampling_rate=q, relation=relation, note=note)
 
 
 # ---------------------------------------------------------------- DP-SCD
@@ -310,7 +442,8 @@ def dp_scd_sensitivity(clip: float, batch_size: int, variant: str, relation: str
 
 
 def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, passes=None,
-                     variant="dual", sampling=None, accountant="auto") -> Calibration:
+                     variant="dual", sampling=None, accountant="auto",
+                     relation=None) -> Calibration:
     """Calibrate DP-SCD (Damaskinos et al. 2021) and its seq/primal variants.
 
     Parameters
@@ -330,6 +463,10 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
         ``"poisson"`` (zero-record relation, as in the paper; RDP or PLD);
         ``"without_replacement"`` is accounted under replace-one (RDP only).
         Primal touches all records every step (q = 1): ``"none"`` only.
+    relation : {"replace_one", "replace_special", "paper"}, optional
+        None or ``"paper"``: the zero record with Poisson sampling, replace-one
+        otherwise.  Dual with Poisson also runs under ``"replace_one"``
+        (PLD); the rest is refused (see the module docstring).
 
     Returns
     -------
@@ -360,27 +497,22 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     else:
         size = p if variant == "primal" else n
         steps = int(math.ceil(check_passes(passes) * size / batch_size))
+    algorithm = {"dual": "dp_scd", "seq": "seq_dp_scd", "primal": "primal_dp_scd"}[variant]
+    relation = resolve_relation(relation, algorithm, sampling)
     if sampling == "none":
-        relation, spec, q = "replace_one", ("gaussian", steps), 1.0
-    elif sampling == "poisson":
-        relation, spec, q = "replace_special", _sampled_spec(n, batch_size, steps, sampling), \
-            batch_size / n
+        spec, q = ("gaussian", steps), 1.0
     else:
-        relation, spec, q = "replace_one", _sampled_spec(n, batch_size, steps, sampling), \
-            batch_size / n
+        spec, q = _sampled_spec(n, batch_size, steps, sampling), batch_size / n
     z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
     sens = dp_scd_sensitivity(clip, batch_size, variant, relation)
     lemma = {"dual": "Lemma 1", "seq": "Lemma 5", "primal": "Lemma 4"}[variant]
-    mech = Mechanism(name="minibatch_update", kind="gaussian", sensitivity=sens,
-                     sensitivity_norm="l2", noise_multiplier=z, noise_scale=z * sens,
-                     count=steps, sampling=sampling, sampling_rate=q, relation=relation,
-                     note=f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}")
-    algorithm = {"dual": "dp_scd", "seq": "seq_dp_scd", "primal": "primal_dp_scd"}[variant]
+    mech = _sampled_mechanism("minibatch_update", spec, relation, z, sens, steps, sampling, q,
+                              f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}")
     ledger = Ledger(algorithm=algorithm, neighbouring=relation, accountant=used,
                     epsilon_target=epsilon, epsilon_achieved=achieved, delta=delta,
                     mechanisms=[mech],
                     budget=[_budget_line("optimisation", used, epsilon, achieved, delta, spec, z)])
-    return Calibration(noise_multiplier=z, noise_scales=z * sens, ledger=ledger,
-                       epsilon_achieved=achieved, steps=steps, sampling=sampling,
-                       sampling_rate=q)
+    return Calibration(noise_multiplier=mech.noise_multiplier, noise_scales=mech.noise_scale,
+                       ledger=ledger, epsilon_achieved=achieved, steps=steps,
+                       sampling=sampling, sampling_rate=q)
 

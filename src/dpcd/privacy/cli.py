@@ -36,6 +36,9 @@ def register(subparsers):
     parser.add_argument("--sampling", choices=("poisson", "without_replacement"), default=None,
                         help="record sampling of dp_sgd / dp_scd / seq_dp_scd")
     parser.add_argument("--accountant", choices=("auto", "rdp", "pld", "paper"), default="auto")
+    parser.add_argument("--neighbouring", default="paper",
+                        choices=("replace_one", "add_or_remove_one", "replace_special", "paper"),
+                        help="neighbouring relation (paper: the one the solver's paper used)")
     parser.add_argument("--json", action="store_true", help="print the ledger as JSON")
     parser.set_defaults(func=run)
     return parser
@@ -66,25 +69,27 @@ def calibrate_from_args(args):
         clip = np.full(p, args.clip) if p > 0 else args.clip
         if alg == "dp_cd":
             return privacy.calibrate_dp_cd(args.n, p, passes, clip, args.epsilon, args.delta,
-                                           accountant=args.accountant)
+                                           accountant=args.accountant, relation=args.neighbouring)
         return privacy.calibrate_dp_cd_p(args.n, p, passes, clip, args.epsilon, args.delta,
                                          smoothness_fraction=args.smoothness_fraction,
-                                         accountant=args.accountant)
+                                         accountant=args.accountant, relation=args.neighbouring)
     if alg == "dp_gcd":
         p = _require(args.p, "p", alg)
         iterations = _require(args.iterations, "iterations", alg)
         return calibrate_dp_gcd(args.n, p, iterations, args.clip, args.epsilon, args.delta,
-                                accountant=args.accountant)
+                                accountant=args.accountant, relation=args.neighbouring)
     if alg == "dp_sgd":
         return privacy.calibrate_dp_sgd(
             args.n, _require(args.batch_size, "batch-size", alg),
             _require(args.passes, "passes", alg), args.clip, args.epsilon, args.delta,
-            sampling=args.sampling or "poisson", accountant=args.accountant)
+            sampling=args.sampling or "poisson", accountant=args.accountant,
+            relation=args.neighbouring)
     variant = {"dp_scd": "dual", "seq_dp_scd": "seq", "primal_dp_scd": "primal"}[alg]
     return privacy.calibrate_dp_scd(
         args.n, _require(args.p, "p", alg), _require(args.batch_size, "batch-size", alg),
         args.clip, args.epsilon, args.delta, iterations=args.iterations, passes=args.passes,
-        variant=variant, sampling=args.sampling, accountant=args.accountant)
+        variant=variant, sampling=args.sampling, accountant=args.accountant,
+        relation=args.neighbouring)
 
 
 def _jsonable(x):

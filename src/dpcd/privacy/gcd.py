@@ -16,7 +16,8 @@ move by at most Δ_j + √M_j·s, with s = max_k Δ_k/√M_k the score sensitivi
 hence scale λ′_j = 2·√M_j·s/ε′ is ε′-DP.  With uniform weights
 (Δ_j ∝ √M_j, e.g. C_j ∝ √M_j) this is the textbook 2·Δ_j/ε′.  This is
 ``mode="correct"`` (default); ``mode="paper"`` keeps λ′_j = Δ_j/ε′ of
-Theorem 4.2 for reproduction only.
+Theorem 4.2 for reproduction only: its ledger carries the caveat
+``invalid_bound`` (MLflow tag ``privacy.invalid_bound=true``).
 
 Proximal rules (Appendix C; ``rule``, ``penalty``).  With v_j = ∇_j f + χ_j
 the rules score h_j(v_j).  The argument above holds for every score that is
@@ -77,7 +78,11 @@ import numpy as np
 
 from dpcd.privacy import cache
 from dpcd.privacy.accounting import PLD_DISCRETIZATION, neighboring_relation
-from dpcd.privacy.calibrate import ACCOUNTANT_CHOICES, Calibration
+from dpcd.privacy.calibrate import (
+    ACCOUNTANT_CHOICES,
+    Calibration,
+    resolve_relation,
+)
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import (
     check_choice,
@@ -195,7 +200,8 @@ def selection_weights(rule, penalty, alpha, smoothness):
 
 def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
                      composition="auto", smoothness=None, accountant=None,
-                     rule="gs_r", penalty="none", alpha=0.0) -> Calibration:
+                     rule="gs_r", penalty="none", alpha=0.0,
+                     relation="replace_one") -> Calibration:
     """Calibrate DP-GCD: Laplace scales for the noisy-max scores and the gradient entry.
 
     Parameters
@@ -224,6 +230,9 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
     penalty : {"none", "l1", "l2"}, default="none"
     alpha : float, default=0.0
         Penalty strength (enters κ_j for L2).
+    relation : {"replace_one", "paper"}, default="replace_one"
+        Replace-one only, as DP-CD: the gradients are means over a public n
+        (:mod:`dpcd.privacy.calibrate`); any other relation is refused.
 
     Returns
     -------
@@ -236,6 +245,7 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
         ``extra["rule"]``.
     """
     n, epsilon, delta = check_n(n), check_epsilon(epsilon), check_delta(delta)
+    resolve_relation(relation, "dp_gcd")
     p = check_positive_int(p, "p")
     steps = check_positive_int(iterations, "iterations")
     if accountant is not None:
@@ -297,7 +307,9 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
                       dp_event=f"2x{steps} pure eps_step={eps_step:.6g} releases, {used}")
     ledger = Ledger(algorithm="dp_gcd", neighbouring="replace_one",
                     accountant=accountant_name, epsilon_target=epsilon,
-                    epsilon_achieved=achieved, delta=delta, mechanisms=mechs, budget=[line])
+                    epsilon_achieved=achieved, delta=delta, mechanisms=mechs, budget=[line],
+                    # the paper's selection scale: its epsilon is not a valid bound
+                    caveats=("invalid_bound",) if mode == "paper" else ())
     extra = {"selection_scales": select_scales, "epsilon_per_step": eps_step,
              "epsilon_per_step_by_composition": {k: v[0] for k, v in by_comp.items()},
              "mode": mode, "composition": used, "selection_noise": placement,

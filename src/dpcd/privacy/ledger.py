@@ -147,6 +147,10 @@ class Ledger:
         One line per separately accounted group; totals are their sums.
     nonprivate_inputs : list of str
         Data-dependent inputs used without noise (e.g. ``"exact_smoothness"``).
+    caveats : list of str
+        Reasons the stated (ε, δ) is not a guarantee, e.g. ``"invalid_bound"``
+        (DP-GCD's paper calibration: report-noisy-max at Δ/ε′ over
+        non-monotone scores). Empty for a valid ledger.
     """
 
     algorithm: str
@@ -158,6 +162,7 @@ class Ledger:
     mechanisms: tuple[Mechanism, ...] = ()
     budget: tuple[BudgetLine, ...] = ()
     nonprivate_inputs: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
 
     def __post_init__(self):
         # Accept lists from callers and from JSON; store tuples (immutable).
@@ -166,6 +171,7 @@ class Ledger:
         object.__setattr__(
             self, "nonprivate_inputs", tuple(sorted(set(self.nonprivate_inputs)))
         )
+        object.__setattr__(self, "caveats", tuple(sorted(set(self.caveats))))
 
     # -- construction -----------------------------------------------------
     def add_nonprivate_input(self, name: str) -> "Ledger":
@@ -177,6 +183,12 @@ class Ledger:
         )
 
     with_nonprivate_input = add_nonprivate_input
+
+    def add_caveat(self, name: str) -> "Ledger":
+        """Return a copy that also records caveat ``name`` (e.g. ``"invalid_bound"``)."""
+        if not name or "," in name:
+            raise ValueError(f"caveat name must be non-empty, no commas: {name!r}")
+        return dataclasses.replace(self, caveats=self.caveats + (name,))
 
     @classmethod
     def combine(cls, ledgers, algorithm: str | None = None) -> "Ledger":
@@ -212,6 +224,7 @@ class Ledger:
             mechanisms=[m for led in ledgers for m in led.mechanisms],
             budget=[b for led in ledgers for b in led.budget],
             nonprivate_inputs=[x for led in ledgers for x in led.nonprivate_inputs],
+            caveats=[x for led in ledgers for x in led.caveats],
         )
 
     # -- serialisation ----------------------------------------------------
@@ -228,6 +241,8 @@ class Ledger:
             "budget": [b.to_dict() for b in self.budget],
             "nonprivate_inputs": list(self.nonprivate_inputs),
         }
+        if self.caveats:
+            out["caveats"] = list(self.caveats)
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -251,6 +266,7 @@ class Ledger:
             budget=[BudgetLine(**{k: v for k, v in b.items() if k in bnames})
                     for b in data.get("budget", [])],
             nonprivate_inputs=data.get("nonprivate_inputs", []),
+            caveats=data.get("caveats", []),
         )
 
     @classmethod
@@ -275,6 +291,8 @@ class Ledger:
             "privacy.nonprivate_inputs": ",".join(self.nonprivate_inputs) or "none",
             "privacy.n_mechanisms": str(len(self.mechanisms)),
         }
+        if self.caveats:
+            out["privacy.caveats"] = ",".join(self.caveats)
         for i, m in enumerate(self.mechanisms[:8]):
             pre = f"privacy.mechanism.{i}."
             out[pre + "name"] = m.name
@@ -306,10 +324,13 @@ class Ledger:
 
     def flat_tags(self) -> dict[str, str]:
         """Tags DESIGN.md asks for, e.g. ``privacy.nonprivate_inputs``."""
-        return {
+        out = {
             "privacy.nonprivate_inputs": ",".join(self.nonprivate_inputs) or "none",
             "privacy.accountant": self.accountant,
         }
+        for caveat in self.caveats:
+            out[f"privacy.{caveat}"] = "true"
+        return out
 
 
 __all__ = ["BudgetLine", "Ledger", "Mechanism"]

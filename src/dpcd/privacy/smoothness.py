@@ -148,8 +148,9 @@ def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
     rng : numpy.random.Generator
     feature_bound : float or array_like, shape (n_features,), optional
         Public bound on |x_ij|. None takes the paper's crude bound, twice the
-        largest |x_ij| of each feature (Section 6.1): it is read off the data,
-        so the ledger records ``smoothness_bounds_from_data``.
+        largest |x_ij| of each feature (Section 6.1; an all-zero feature takes
+        the largest of them): it is read off the data, so the ledger records
+        ``smoothness_bounds_from_data``.
 
     Returns
     -------
@@ -162,6 +163,13 @@ def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
     if from_data:
         feature_bound = 2.0 * (abs(X).max(axis=0).toarray().ravel() if sparse
                                else np.abs(X).max(axis=0))
+        # an all-zero column has bound 0, which no release can use: it takes
+        # the largest bound (also read off the data), so its estimate is
+        # released like the others' and nothing refuses it by name
+        if not np.any(feature_bound > 0):
+            raise ValueError("X is all zero: no smoothness bound can be read off it; "
+                             "pass a public feature_bound")
+        feature_bound = np.where(feature_bound > 0, feature_bound, feature_bound.max())
     feature_bound = check_clip(feature_bound, X.shape[1], name="feature_bound")
     bounds = datafit.per_sample_smoothness(feature_bound[None, :])[0]
     if sparse:  # M_j^(i) = c x_ij^2 (c from a unit entry): zero where x_ij is

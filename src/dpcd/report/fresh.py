@@ -10,7 +10,13 @@ and for experiments selected on a validation set the test metrics.
 import numpy as np
 import pandas as pd
 
-from dpcd.report.tables import final_iterates, last_checkpoints, passes_header
+from dpcd.report.tables import (
+    final_iterates,
+    last_checkpoints,
+    passes_header,
+    row_keys,
+    with_relation,
+)
 
 FRESH_COLUMNS = ["fresh_rel_error_mean", "fresh_rel_error_std", "fresh_n_seeds",
                  "fresh_epsilon_achieved", "fresh_status", "fresh_time_mean", "fresh_time_std"]
@@ -54,7 +60,7 @@ def fresh_table(selected, fresh_runs):
             fresh_test_metric_median=("test_metric", "median"),
         )
         stats = stats.merge(holdout, on=key)
-    table = selected.assign(config_id=selected["config_id"].astype(str))
+    table = with_relation(selected).assign(config_id=selected["config_id"].astype(str))
     table = table.merge(stats, on=key, how="left")
     with np.errstate(divide="ignore", invalid="ignore"):
         table["optimism"] = table["fresh_rel_error_mean"] / table["rel_error_mean"]
@@ -83,8 +89,8 @@ def pair_cell(selected, fresh, fmt):
 
 
 def pair_markdown(table, value, fresh_value, keys=("solver", "epsilon"), fmt=".4f"):
-    """Rows ``keys`` x passes columns of 'selected on / fresh'."""
-    keys = list(keys)
+    """Rows ``keys`` (and the relation) x passes columns of 'selected on / fresh'."""
+    keys = row_keys(table, keys)
     passes = sorted(table["passes"].unique())
     lines = passes_header(keys, passes)
     for key, group in table.groupby(keys, sort=True):

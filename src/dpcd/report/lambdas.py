@@ -20,8 +20,8 @@ import seaborn as sns  # noqa: E402
 
 from dpcd.report.fresh import pair_cell  # noqa: E402
 
-COLUMNS = ["experiment", "run", "alpha", "lambda_max", "lambda_fraction", "solver", "epsilon",
-           "passes", "rel_error_mean", "fresh_rel_error_mean"]
+COLUMNS = ["experiment", "run", "alpha", "lambda_max", "lambda_fraction", "solver",
+           "neighbouring", "epsilon", "passes", "rel_error_mean", "fresh_rel_error_mean"]
 
 
 def lambda_table(groups, tables, references, fresh=None):
@@ -43,7 +43,7 @@ def lambda_table(groups, tables, references, fresh=None):
     -------
     pandas.DataFrame
         Columns ``experiment`` (the base), ``run``, ``alpha``, ``lambda_max``,
-        ``lambda_fraction`` (alpha / lambda_max), ``solver``, ``epsilon``,
+        ``lambda_fraction`` (alpha / lambda_max), ``solver``, ``neighbouring``, ``epsilon``,
         ``passes`` (of the best cell), ``rel_error_mean`` (on its selection
         seeds) and ``fresh_rel_error_mean`` (NaN without fresh runs), sorted by
         experiment, solver, epsilon and alpha.
@@ -63,6 +63,7 @@ def lambda_table(groups, tables, references, fresh=None):
                 "lambda_max": float(ref["lambda_max"]),
                 "lambda_fraction": float(ref["alpha"]) / float(ref["lambda_max"]),
                 "solver": row.solver,
+                "neighbouring": getattr(row, "neighbouring", "unrecorded"),
                 "epsilon": float(row.epsilon),
                 "passes": float(row.passes),
                 "rel_error_mean": float(row.rel_error_mean),

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dpcd.report.fresh import pair_cell
-from dpcd.report.tables import pivot_markdown
+from dpcd.report.tables import RELATION, pivot_markdown, with_relation
 
 KEY = ["experiment", "solver", "passes"]
 ROWS = ("experiment", "solver", "epsilon")
@@ -36,11 +36,12 @@ def read_published(path):
 
 def stack_experiments(tables):
     """Stack per-experiment tables ({experiment: DataFrame}) into one."""
-    frames = [table.assign(experiment=name) for name, table in tables.items()]
+    frames = [with_relation(table).assign(experiment=name) for name, table in tables.items()]
     stacked = pd.concat(frames, ignore_index=True)
     # One dtype for the join with the published cells (fractional passes are floats).
     stacked["passes"] = stacked["passes"].astype(np.float64)
-    return stacked[KEY + ["epsilon"] + VALUES + ["config_id"] + [c for c in EXTRA if c in stacked]]
+    return stacked[KEY + ["epsilon", RELATION] + VALUES + ["config_id"]
+                   + [c for c in EXTRA if c in stacked]]
 
 
 def compare(ours, published=None, factor=2.0):
@@ -86,6 +87,17 @@ def winners(table, solvers=("dp_cd", "dp_sgd")):
     out = wide[[first, second]].dropna().reset_index()
     out["winner"] = np.where(out[first] < out[second], first, second)
     return out
+
+
+def duel_relations(table, experiment, solvers=("dp_cd", "dp_sgd")):
+    """The relation both ``solvers`` ran under in ``experiment``, or each one's."""
+    table = with_relation(table)
+    rows = table[(table["experiment"] == experiment) & table["solver"].isin(solvers)]
+    each = {s: ",".join(sorted(rows.loc[rows["solver"] == s, RELATION].astype(str).unique()))
+            for s in solvers}
+    if len(set(each.values())) == 1:
+        return next(iter(each.values()))
+    return "; ".join(f"{s}: {r}" for s, r in each.items()) + " (differ)"
 
 
 def best_per_solver(table):
@@ -198,11 +210,14 @@ def summary_markdown(table, factor=2.0):
         parts += [
             "## DP-CD against DP-SGD",
             "",
-            "Share of the passes budgets where DP-CD's error is lower:",
+            "Share of the passes budgets where DP-CD's error is lower, and the "
+            "neighbouring relation of each solver's epsilon (a comparison at one "
+            "epsilon is like for like only when the two agree):",
             "",
-            "| experiment | DP-CD ahead |",
-            "|---|---|",
-            *[f"| {name} | {share:.0%} |" for name, share in ahead.items()],
+            "| experiment | DP-CD ahead | neighbouring |",
+            "|---|---|---|",
+            *[f"| {name} | {share:.0%} | {duel_relations(table, name)} |"
+              for name, share in ahead.items()],
             "",
         ]
     wide = table.pivot_table(

@@ -22,6 +22,25 @@ SELECT_BY = ("last_objective", "validation")
 
 GROUP = ["solver", "epsilon", "passes"]
 
+# The neighbouring relation of each cell's guarantee (docs/method/neighbouring.md):
+# a column of every table, so that two cells "at epsilon = 1" are seen to be
+# comparable only when it agrees. Tables written before it was recorded say so.
+RELATION = "neighbouring"
+UNRECORDED = "unrecorded"
+
+
+def with_relation(table):
+    """``table`` with a ``neighbouring`` column (``"unrecorded"`` when it had none)."""
+    return table if RELATION in table else table.assign(**{RELATION: UNRECORDED})
+
+
+def row_keys(table, keys):
+    """Row labels of a markdown pivot: ``keys`` with the relation after the solver."""
+    keys = list(keys)
+    if RELATION in table and RELATION not in keys and "solver" in keys:
+        keys.insert(keys.index("solver") + 1, RELATION)
+    return keys
+
 
 def final_iterates(runs):
     """Rows at the last pass of each run (float-safe: fractional passes such as 0.001)."""
@@ -105,6 +124,7 @@ def summary_table(runs, select_by="last_objective"):
         validation and test metrics (``val_metric_median``,
         ``test_metric_median``) with the test metric's quartiles.
     """
+    runs = with_relation(runs)
     best = best_configurations(runs, select_by)
     last = final_iterates(runs).merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
     for name in ("nnz_correct", "nnz_incorrect"):  # tables written before Table 3
@@ -116,6 +136,7 @@ def summary_table(runs, select_by="last_objective"):
         time_mean=("time", "mean"),
         time_std=("time", "std"),
         epsilon_achieved=("epsilon_achieved", "max"),
+        neighbouring=(RELATION, "first"),
         delta=("delta", "first"),
         n_seeds=("seed", "nunique"),
         status=("status", "first"),
@@ -142,7 +163,7 @@ def summary_table(runs, select_by="last_objective"):
                    "test_metric_q25", "test_metric_q75"]
     columns = GROUP + list(HYPERPARAMETERS) + [
         "rel_error_mean", "rel_error_std", *holdout, "time_mean", "time_std",
-        "epsilon_achieved", "delta", "n_seeds", "n_configs", "status", "config_id",
+        "epsilon_achieved", RELATION, "delta", "n_seeds", "n_configs", "status", "config_id",
         "nnz_correct", "nnz_incorrect",
     ]
     table = table[columns].dropna(axis="columns", how="all")
@@ -167,7 +188,7 @@ def pivot_markdown(table, value, std, star, keys=("solver", "epsilon"), paper=Fa
     ``star`` marks each row's lowest value; ``paper`` appends the
     ``paper_<value>`` cell in parentheses where one is given.
     """
-    keys = list(keys)
+    keys = row_keys(table, keys)
     passes = sorted(table["passes"].unique())
     lines = passes_header(keys, passes)
     for key, group in table.groupby(keys, sort=True):
@@ -194,7 +215,8 @@ def markdown_table(table, experiment, nonprivate_inputs=()):
         f"# {experiment}",
         "",
         "Relative error (F(w) - F*) / F* at the last iterate, mean ± std over seeds, "
-        "best hyperparameters per cell; * marks the lowest error of each row.",
+        "best hyperparameters per cell; * marks the lowest error of each row. "
+        "`neighbouring`: the relation each row's epsilon holds under.",
         "",
         pivot_markdown(table, "rel_error_mean", "rel_error_std", star=True),
         "",
@@ -223,7 +245,7 @@ def _holdout_markdown(table):
     if "test_metric_median" not in table:
         return []
     metric = table["metric"].iloc[0]
-    wide = table.pivot_table(index=["solver", "epsilon"], columns="passes",
+    wide = table.pivot_table(index=row_keys(table, ["solver", "epsilon"]), columns="passes",
                              values="test_metric_median").reset_index()
     wide.columns = [f"{c} passes" if isinstance(c, (int, np.integer)) else c
                     for c in wide.columns]

@@ -19,13 +19,14 @@ from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers.base import SolverResult, check_design, pass_checkpoints, spawn_generators
 
 
-# The kernels below run K configurations at once (rows of W): every
-# configuration of a sweep uses the same seeds (dpcd.sweep.grid.run_seed), so
-# runs that differ only in step, clipping threshold, noise scale or length
-# share their sampled batches and their standard normals; one draw of each
-# then serves all K. Each configuration's arithmetic is that of a run alone,
-# in the same order: configuration k gets the same bits whether it runs alone
-# or beside others (tested).
+# The kernels below run K configurations at once (rows of W) on common random
+# numbers: runs of one seed that differ only in step, clipping threshold, noise
+# scale or length share their sampled batches and their standard normals; one
+# draw of each then serves all K (dp_sgd_many(seed=...)). Such runs are not
+# independent releases, so sweeps and dp_sgd use the independent-streams
+# kernel of dpcd.solvers._dp_sgd_independent instead (dp_sgd_many(seeds=...)).
+# Each configuration's arithmetic is that of a run alone of the same seed, in
+# the same order (tested).
 
 
 @njit(inline="always", error_model="numpy")
@@ -511,8 +512,9 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     passes : float
         Number of passes, > 0; ``T = ceil(passes * n_samples / batch_size)``
         steps (the count :func:`dpcd.privacy.calibrate_dp_sgd` assumes).
-    seed : int or None
-        Seed of ``numpy.random.SeedSequence`` (streams: sampling, noise).
+    seed : int, sequence of int or None
+        Seed of ``numpy.random.SeedSequence``, spawned into the sampling and
+        noise streams (:mod:`dpcd.solvers._dp_sgd_independent`).
     batch_size : float, default=1
         Expected batch size ``b``.
     global_smoothness : float, optional
@@ -529,7 +531,7 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
         ``extra`` holds ``n_steps``, ``step_size``, ``global_smoothness``,
         ``sampling_rate``, ``runs_in_call`` (1) and ``inclusions`` (steps
         each sample was selected in). ``time`` covers sampling, noise and
-        updates. :func:`dp_sgd_many` runs several settings on one seed at once.
+        updates. :func:`dp_sgd_many` runs several settings in shared kernel calls.
 
     References
     ----------
@@ -537,31 +539,45 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     """
     (result,) = dp_sgd_many(
         X, y, datafit, penalty, steps=[step], clips=[clip], noise_scales=[noise_scale],
-        passes=[passes], seed=seed, batch_size=batch_size,
+        passes=[passes], seeds=[seed], batch_size=batch_size,
         global_smoothness=global_smoothness, check_input=check_input, _inclusions=True)
     return result
 
 
-def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, seed,
-                batch_size=1, global_smoothness=None, check_input=True, _inclusions=False):
-    """K runs of :func:`dp_sgd` on one seed, in one pass over their shared randomness.
+def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, seed=None,
+                seeds=None, batch_size=1, global_smoothness=None, check_input=True,
+                _inclusions=False):
+    """K runs of :func:`dp_sgd` in shared kernel calls.
 
-    Runs with the same seed and batch size draw the same batches and the same
-    standard normals (run k takes the first ``ceil(passes[k] n / b)`` steps
-    of both streams); only their steps, clipping thresholds, noise scales and
-    lengths differ. This draws each batch and each noise vector once per
-    kernel call and updates the iterates of the call's runs together (at most
-    ``_CALL_ENTRIES / n_features`` runs a call, so that they stay in cache).
-    Run k's result
-    is bit for bit ``dp_sgd(..., step=steps[k], clip=clips[k],
-    noise_scale=noise_scales[k], passes=passes[k], seed=seed)``.
+    With ``seeds`` (one per run; what a sweep passes): each run draws its
+    batches and noise from its own streams and only the kernel call is
+    shared (:mod:`dpcd.solvers._dp_sgd_independent`); run k's result is bit
+    for bit ``dp_sgd(..., step=steps[k], clip=clips[k],
+    noise_scale=noise_scales[k], passes=passes[k], seed=seeds[k])``, and
+    runs are independent releases.
+
+    With ``seed`` (one for all; common random numbers, for benchmarks and
+    comparisons that want them): runs with the same seed and batch size draw
+    the same batches and the same standard normals (run k takes the first
+    ``ceil(passes[k] n / b)`` steps of both streams); only their steps,
+    clipping thresholds, noise scales and lengths differ. This draws each
+    batch and each noise vector once per kernel call and updates the
+    iterates of the call's runs together (at most ``_CALL_ENTRIES /
+    n_features`` runs a call, so that they stay in cache). Such runs are
+    **not** independent releases: two of them that differ only in sigma
+    reveal their shared noise, hence the clipped gradients.
 
     Parameters
     ----------
-    X, y, datafit, penalty, seed, batch_size, global_smoothness, check_input
+    X, y, datafit, penalty, batch_size, global_smoothness, check_input
         As for :func:`dp_sgd`.
     steps, clips, noise_scales, passes : array-like, shape (K,)
         Per run, as the scalars of :func:`dp_sgd`.
+    seed : int or None
+        One ``SeedSequence`` seed shared by the runs (common random numbers).
+    seeds : sequence, length K, optional
+        One ``SeedSequence`` seed (int or list of int) per run; exclusive
+        with ``seed``.
 
     Returns
     -------
@@ -609,14 +625,23 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
     # _CALL_ENTRIES of each, so that they stay in the L2 cache.
     order = np.argsort(-n_steps, kind="stable")
     per_call = max(1, _CALL_ENTRIES // n_features)
+    if seeds is not None:
+        if seed is not None or len(seeds) != n_runs:
+            raise ValueError(f"give either seed or one seed per run ({n_runs}), "
+                             f"got seed={seed!r} and {len(seeds)} seeds")
+        from dpcd.solvers import _dp_sgd_independent as independent
+
+        per_call = min(per_call, independent.RUNS_PER_CALL)
     results = [None] * n_runs
     for start in range(0, n_runs, per_call):
         runs = order[start:start + per_call]
         union = np.unique(np.concatenate([ckpt_steps[k] for k in runs]))
-        W, obj, inclusions, elapsed = _run_together(
+        call = (_run_together, seed) if seeds is None else (
+            independent.run_independent, [seeds[k] for k in runs])
+        W, obj, inclusions, elapsed = call[0](
             design, y, n_features, datafit.code, penalty.code, penalty.params, steps[runs] / beta,
             clips[runs], noise_scales[runs], batch_size, row_norms, q, n_steps[runs], union,
-            seed)
+            call[1])
         for slot, k in enumerate(runs):
             columns = np.concatenate([[0], 1 + np.searchsorted(union, ckpt_steps[k])])
             extra = {

@@ -17,11 +17,13 @@ from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
 @dataclass(frozen=True)
 class Budget:
-    """The privacy settings of one run: target epsilon, delta, accountant."""
+    """The privacy settings of one run: target epsilon, delta, accountant and
+    neighbouring relation (``"paper"``: each solver's paper's own)."""
 
     epsilon: float
     delta: float
     accountant: str = "auto"
+    neighbouring: str = "replace_one"
 
 
 def run_cd(problem, config, seed, budget, private_smoothness=None):
@@ -43,6 +45,7 @@ def run_dp_cd(problem, config, seed, budget, private_smoothness=None):
     calibration = privacy.calibrate_dp_cd(
         problem.n_samples, problem.n_features, config["passes"], clip,
         budget.epsilon, budget.delta, accountant=budget.accountant,
+        relation=budget.neighbouring,
     )
     result = solvers.dp_cd(
         problem.X_cols, problem.y, problem.datafit, problem.penalty,
@@ -66,7 +69,7 @@ def run_dp_cd_p(problem, config, seed, budget, private_smoothness=None):
     calibration = privacy.calibrate_dp_cd(
         problem.n_samples, problem.n_features, config["passes"], clip,
         (1.0 - fraction) * budget.epsilon, budget.delta,
-        accountant=budget.accountant,
+        accountant=budget.accountant, relation=budget.neighbouring,
     )
     result = solvers.dp_cd(
         problem.X_cols, problem.y, problem.datafit, problem.penalty,
@@ -79,14 +82,16 @@ def run_dp_cd_p(problem, config, seed, budget, private_smoothness=None):
 
 
 def run_dp_sgd(problem, config, seed, budget, private_smoothness=None):
-    """Proximal DP-SGD with Poisson-sampled batches (the papers' baseline)."""
-    return run_dp_sgd_many(problem, [config], seed, [budget])[0]
+    """Proximal DP-SGD with Poisson-sampled batches (the papers' baseline),
+    calibrated under ``budget.neighbouring`` (sensitivity C, or 2C replace-one)."""
+    return run_dp_sgd_many(problem, [config], [seed], [budget])[0]
 
 
-def run_dp_sgd_many(problem, configs, seed, budgets):
-    """:func:`run_dp_sgd` for several configurations on one seed: one kernel
-    call per batch size (:func:`dpcd.solvers.dp_sgd_many`), each run bit for
-    bit the run alone; its ``time`` is an amortised share of the call.
+def run_dp_sgd_many(problem, configs, seeds, budgets):
+    """:func:`run_dp_sgd` for several configurations, ``seeds[k]`` the seed of
+    ``configs[k]``: kernel calls per batch size (:func:`dpcd.solvers.dp_sgd_many`
+    with one seed per run: no shared draws), each run bit for bit the run
+    alone; its ``time`` is an amortised share of the call.
 
     Returns
     -------
@@ -103,7 +108,8 @@ def run_dp_sgd_many(problem, configs, seed, budgets):
         calibrations = [
             privacy.calibrate_dp_sgd(
                 problem.n_samples, batch_size, configs[i]["passes"], configs[i]["clip"],
-                budgets[i].epsilon, budgets[i].delta, accountant=budgets[i].accountant)
+                budgets[i].epsilon, budgets[i].delta, accountant=budgets[i].accountant,
+                relation=budgets[i].neighbouring)
             for i in indices]
         results = solvers.dp_sgd_many(
             problem.X_rows, problem.y, problem.datafit, problem.penalty,
@@ -111,7 +117,8 @@ def run_dp_sgd_many(problem, configs, seed, budgets):
             clips=[configs[i]["clip"] for i in indices],
             noise_scales=[c.noise_scales for c in calibrations],
             passes=[configs[i]["passes"] for i in indices],
-            seed=seed, batch_size=batch_size, global_smoothness=beta, check_input=False,
+            seeds=[seeds[i] for i in indices], batch_size=batch_size,
+            global_smoothness=beta, check_input=False,
         )
         for i, result, calibration in zip(indices, results, calibrations):
             ledger = calibration.ledger
@@ -144,6 +151,7 @@ def calibrate_dp_gcd_config(problem, config, budget):
         budget.epsilon, budget.delta, accountant=budget.accountant,
         smoothness=problem.smoothness, rule=config.get("rule", "gs_r"),
         penalty=PENALTY_NAMES[pcode], alpha=float(problem.penalty.params[0]),
+        relation=budget.neighbouring,
     )
 
 
@@ -168,16 +176,21 @@ def run_dp_gcd(problem, config, seed, budget, private_smoothness=None):
 # ---------------------------------------------------------------- DP-SCD
 # Damaskinos et al. 2021.  Config keys: passes (epochs), clip (C),
 # batch_size (L), sampling (optional: "poisson", the default the paper
-# accounts for, or "without_replacement"; primal uses every record: "none").
-def _scd_sampling(config, variant):
-    return "none" if variant == "primal" else config.get("sampling", "poisson")
+# accounts for, or "without_replacement", seqDP-SCD's default under
+# replace-one; primal uses every record: "none").
+def _scd_sampling(config, variant, budget):
+    if variant == "primal":
+        return "none"
+    solver = "seq_dp_scd" if variant == "seq" else "dp_scd"
+    return config.get("sampling", privacy.default_sampling(solver, budget.neighbouring))
 
 
 def _calibrate_scd(problem, config, budget, variant):
     return privacy.calibrate_dp_scd(
         problem.n_samples, problem.n_features, int(config["batch_size"]), config["clip"],
         budget.epsilon, budget.delta, passes=config["passes"], variant=variant,
-        sampling=_scd_sampling(config, variant), accountant=budget.accountant,
+        sampling=_scd_sampling(config, variant, budget), accountant=budget.accountant,
+        relation=budget.neighbouring,
     )
 
 
@@ -198,7 +211,7 @@ def calibrate_primal_dp_scd(problem, config, budget):
 
 def _run_scd(problem, config, seed, budget, variant, calibrator):
     calibration = calibrator(problem, config, budget)
-    sampling = _scd_sampling(config, variant)
+    sampling = _scd_sampling(config, variant, budget)
     # the solver samples as the budget was accounted, or does not run
     privacy.check_sampling(calibration, sampling)
     X = problem.X_fortran if variant == "primal" else problem.X_c
@@ -270,9 +283,13 @@ SCD_CALIBRATORS = {
     "primal_dp_scd": calibrate_primal_dp_scd,
 }
 
-# Solvers whose runs on one seed share their randomness and run together
-# (see run_dp_sgd_many): same results, one kernel call for many configurations.
+# Solvers whose runs of one replicate seed run together, each on its own
+# streams (see run_dp_sgd_many): same results, shared kernel calls.
 MANY = {"dp_sgd": run_dp_sgd_many}
+
+# Solvers that release nothing private and read no budget: their runs at two
+# epsilons are the same run (same streams; dpcd.sweep.run.stream_identity).
+NONPRIVATE_ADAPTERS = frozenset({"cd", "scd", "sgd"})
 
 # Hyperparameters that index a configuration (columns of the tidy table).
 HYPERPARAMETERS = ("step", "clip", "batch_size")

@@ -4,15 +4,19 @@ The best configuration of a grid, reported by its mean over the seeds it was
 selected on, is an optimistic estimate of that configuration's error (the
 minimum of noisy means). Re-running each selected configuration on seeds it
 was not selected on gives an unbiased one. The fresh seeds come from their own
-``SeedSequence`` branch (:func:`dpcd.sweep.grid.fresh_seeds`), the runs go
-through the same adapters as the sweep (:func:`dpcd.sweep.run.run_configurations`).
+``SeedSequence`` branch, one set per cell (experiment, solver, epsilon,
+passes; :func:`dpcd.sweep.grid.fresh_seeds`), so the fresh runs of two cells
+are independent releases; the runs go through the same adapters as the sweep
+(:func:`dpcd.sweep.run.run_configurations`).
 
 Each fresh run is a new private release with its own ledger, which records
 ``hyperparameter_selection`` among its non-private inputs: its hyperparameters
 were chosen on the private data.
 """
 
-from dpcd.sweep.grid import FRESH_BRANCH, config_id, configurations, fresh_seeds
+import pandas as pd
+
+from dpcd.sweep.grid import config_id, configurations, fresh_cell, fresh_seeds
 from dpcd.sweep.run import (
     epsilons_of,
     private_smoothness_estimates,
@@ -77,16 +81,26 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
     """
     n_seeds = int(spec["fresh_seeds"])
     spec = {**spec, "seeds": n_seeds, "seed_set": "fresh"}
-    configs = selected_configurations(spec, table)
-    seeds = fresh_seeds(spec["base_seed"], n_seeds)
-    estimates = None
-    if spec.get("adapter", spec["solver"]) == "dp_cd_p":
-        # DP-CD-P's smoothness estimate is part of each run's release: fresh too.
-        estimates = private_smoothness_estimates(
-            problem.X, spec["problem"]["loss"], spec["grid"]["smoothness_fraction"],
-            epsilons_of(spec["privacy"]), spec["base_seed"], n_seeds, branch=(FRESH_BRANCH,))
-    # each run timed alone: Table 3 reports these times
-    runs, records = run_configurations(spec, configs, seeds, problem, f_star, estimates,
-                                       w_star, nonprivate=NONPRIVATE, together=False)
+    cells = {}
+    for config in selected_configurations(spec, table):
+        cell = fresh_cell(spec["experiment"], config)
+        cells.setdefault(tuple(sorted(cell.items())), (cell, []))[1].append(config)
+    tables, records = [], []
+    for cell, configs in cells.values():
+        seeds = fresh_seeds(spec["base_seed"], n_seeds, cell)
+        estimates = None
+        if spec.get("adapter", spec["solver"]) == "dp_cd_p":
+            # DP-CD-P's smoothness estimate is part of each run's release: fresh too.
+            estimates = private_smoothness_estimates(
+                problem.X, spec["problem"]["loss"], spec["grid"]["smoothness_fraction"],
+                [cell["epsilon"]], seeds, spec["experiment"])
+        # each run timed alone: Table 3 reports these times
+        runs, cell_records = run_configurations(
+            spec, configs, seeds, problem, f_star, estimates, w_star,
+            nonprivate=NONPRIVATE, together=False)
+        tables.append(runs)
+        records += cell_records
+    runs = pd.concat(tables, ignore_index=True) if tables else run_configurations(
+        spec, [], [], problem, f_star)[0]
     runs["seed_set"] = "fresh"
     return runs, records, spec

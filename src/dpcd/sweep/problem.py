@@ -31,7 +31,9 @@ class SweepProblem:
     max_abs : ndarray, shape (n_features,)
         max_i |x_ij|, from which DP-CD-P's crude bounds are derived.
     nonprivate_inputs : list of str
-        What the data stage computed from the data without noise.
+        What the data stage computed from the data without noise, and
+        ``lambda_max`` when the penalty's strength is a fraction of
+        lambda_max(X, y) (:func:`resolve_alpha`).
     loss : str
         Name of the datafit (which held-out metric applies).
     X_val, y_val, X_test, y_test : arrays or None
@@ -189,6 +191,9 @@ def load_problem(data_path, problem_spec, smoothness_path):
     dataset = load_dataset(data_path)
     X = as_solver_input(dataset.X)
     alpha, _ = resolve_alpha(problem_spec, X, dataset.y)
+    nonprivate = list(dataset.meta.get("nonprivate_inputs", []))
+    if problem_spec.get("lambda_max_fraction") is not None:
+        nonprivate.append("lambda_max")  # lambda = fraction x lambda_max(X, y), no noise
     datafit, penalty = make_problem(
         problem_spec["loss"],
         problem_spec["penalty"],
@@ -214,7 +219,7 @@ def load_problem(data_path, problem_spec, smoothness_path):
         global_smoothness=(None if constants["global_smoothness"] is None
                            else float(constants["global_smoothness"])),
         max_abs=np.asarray(constants["max_abs"], dtype=np.float64),
-        nonprivate_inputs=list(dataset.meta.get("nonprivate_inputs", [])),
+        nonprivate_inputs=nonprivate,
         loss=problem_spec["loss"],
         X_val=None if dataset.X_val is None else as_solver_input(dataset.X_val),
         y_val=dataset.y_val,

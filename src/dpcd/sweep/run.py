@@ -15,8 +15,15 @@ from dpcd import privacy
 from dpcd.data.io import atomic_write
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
-from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, Budget, get_adapter
-from dpcd.sweep.grid import chunk_of, config_id, configurations, run_seed
+from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, NONPRIVATE_ADAPTERS, Budget, get_adapter
+from dpcd.sweep.grid import (
+    chunk_of,
+    config_id,
+    configurations,
+    run_entropy,
+    run_identity,
+    run_seed,
+)
 from dpcd.sweep.metrics import holdout_metrics
 
 log = logging.getLogger("dpcd.sweep")
@@ -57,31 +64,40 @@ def chunk_configurations(spec, chunk):
     return chunk_of(configs, chunk, spec["chunks"])
 
 
-def private_smoothness_estimates(X, loss, fraction, epsilons, base_seed, n_seeds, branch=()):
+def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment):
     """Private smoothness constants per (epsilon, seed index), DP-CD Appendix F.
 
-    Each seed index draws its Laplace noise from
-    ``SeedSequence(base_seed, spawn_key=(*branch, seed_index, 7))``: the
-    selection runs use ``branch=()``, the fresh re-runs their own branch
-    (:data:`dpcd.sweep.grid.FRESH_BRANCH`), so their estimates are new releases.
+    The estimate of seed ``seeds[k]`` at ``epsilon`` draws its Laplace noise
+    from ``SeedSequence(run_entropy(seeds[k], identity))``, the identity
+    holding the experiment, epsilon and the smoothness fraction
+    (:func:`dpcd.sweep.grid.run_identity`, stream ``"private_smoothness"``):
+    the estimates at two epsilons (and of two experiments) are independent
+    releases. The configurations of one (epsilon, seed) share theirs; each
+    run's ledger counts it, so runs combined are over-counted, never under.
+    The selection runs pass the replicate seeds, the fresh re-runs their own
+    (:func:`dpcd.sweep.grid.fresh_seeds`), so their estimates are new releases.
 
     Returns
     -------
     dict
-        ``{"smoothness_fraction", "estimates": [{epsilon, seed_index,
+        ``{"smoothness_fraction", "estimates": [{epsilon, seed_index, seed,
         smoothness, ledger}, ...]}`` (what the private smoothness stage writes).
     """
     datafit, _ = make_problem(loss, "none", 0.0)
     estimates = []
     for epsilon in epsilons:
-        for seed_index in range(n_seeds):
-            seq = np.random.SeedSequence(base_seed, spawn_key=(*branch, seed_index, 7))
+        identity = run_identity(experiment, {"epsilon": float(epsilon),
+                                             "smoothness_fraction": float(fraction)},
+                                stream="private_smoothness")
+        for seed_index, seed in enumerate(seeds):
+            seq = np.random.SeedSequence(run_entropy(seed, identity))
             # The paper's crude bounds: twice each feature's largest magnitude.
             smoothness, ledger = privacy.estimate_smoothness(
                 datafit, X, fraction * epsilon, np.random.default_rng(seq))
             estimates.append({
                 "epsilon": float(epsilon),
                 "seed_index": seed_index,
+                "seed": int(seed),
                 "smoothness": np.asarray(smoothness).tolist(),
                 "ledger": ledger.to_dict(),
             })
@@ -140,6 +156,16 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     return run_configurations(spec, configs, seeds, problem, f_star, private_estimates, w_star)
 
 
+def stream_identity(spec, config):
+    """What a run's streams are keyed by (:func:`dpcd.sweep.grid.run_identity`):
+    the experiment and the configuration, without epsilon for a solver that
+    reads no budget (:data:`dpcd.sweep.adapters.NONPRIVATE_ADAPTERS`), whose runs
+    at two epsilons are then one run."""
+    if spec.get("adapter", spec["solver"]) in NONPRIVATE_ADAPTERS:
+        config = {k: v for k, v in config.items() if k != "epsilon"}
+    return run_identity(spec["experiment"], config)
+
+
 # Final iterates a block of configurations run together may hold (128 MB)
 TOGETHER_ENTRIES = 1 << 24
 
@@ -157,7 +183,11 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     configs : list of dict
         Configurations (from :func:`dpcd.sweep.grid.configurations`).
     seeds : list of int
-        Integer seeds, one run per configuration and seed.
+        Integer replicate seeds, one run per configuration and seed; run
+        (config, seed) seeds its streams with
+        ``run_entropy(seed, stream_identity(spec, config))``
+        (:func:`dpcd.sweep.grid.run_entropy`), so that no two configurations
+        share a draw.
     nonprivate : tuple of str
         Non-private inputs added to every run's ledger (e.g.
         ``hyperparameter_selection`` for configurations chosen on the data).
@@ -178,9 +208,10 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
+    neighbouring = privacy_spec.get("neighbouring", "replace_one")
     rows, records = [], []
     started = clock.monotonic()
-    budgets = [Budget(config["epsilon"], delta, accountant) for config in configs]
+    budgets = [Budget(config["epsilon"], delta, accountant, neighbouring) for config in configs]
     many = MANY.get(spec.get("adapter", spec["solver"])) if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
     # of configurations whose final iterates (block x seeds x features) stay
@@ -195,7 +226,10 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             block_ms, first = start_ms, done - 1
             block = slice(first, first + per_block)
             for s, seed in enumerate(seeds):
-                for c, pair in enumerate(many(problem, configs[block], seed, budgets[block])):
+                entropies = [run_entropy(seed, stream_identity(spec, config))
+                             for config in configs[block]]
+                for c, pair in enumerate(many(problem, configs[block], entropies,
+                                              budgets[block])):
                     ran[(first + c, s)] = pair
         if many is not None:
             start_ms = block_ms
@@ -207,9 +241,13 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 result, ledger = ran.pop((done - 1, seed_index))
             else:
                 estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
-                result, ledger = adapter(problem, config, seed, budget, estimate)
+                entropy = run_entropy(seed, stream_identity(spec, config))
+                result, ledger = adapter(problem, config, entropy, budget, estimate)
             if ledger is not None:
-                for name in nonprivate:
+                # what the data stage and the problem read off the data without
+                # noise (standardisation, lambda_max, dropped columns, ...) is
+                # part of every run's ledger
+                for name in (*nonprivate, *problem.nonprivate_inputs):
                     ledger = ledger.add_nonprivate_input(name)
             objectives.append(np.asarray(result.objective, dtype=np.float64))
             checkpoints.append(result.passes_done)
@@ -284,6 +322,9 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
         ledger.epsilon_achieved if ledger is not None else np.nan for ledger in ledgers
     ]
     columns["epsilon_achieved"] = np.repeat(achieved, n_points)
+    # the relation the run's guarantee holds under ("none": not private)
+    columns["neighbouring"] = next(
+        (ledger.neighbouring for ledger in ledgers if ledger is not None), "none")
     return columns
 
 
@@ -325,7 +366,7 @@ def _empty_table():
     columns = [
         "experiment", "solver", "config_id", "epsilon", "delta", "passes",
         "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
-        *HYPERPARAMETERS, "epsilon_achieved", "nonprivate_inputs",
+        *HYPERPARAMETERS, "epsilon_achieved", "neighbouring", "nonprivate_inputs",
         "metric", "val_metric", "test_metric", "nnz_correct", "nnz_incorrect",
     ]
     return pd.DataFrame({name: [] for name in columns})
@@ -424,6 +465,8 @@ def mlflow_runs(records, spec, problem):
         else:
             tags["privacy.private"] = "true"
             tags["privacy.accountant"] = ledger.accountant
+            # e.g. privacy.invalid_bound=true: the stated epsilon is no guarantee
+            tags.update({f"privacy.{caveat}": "true" for caveat in ledger.caveats})
             params.update(ledger.flat_params())
             metrics += [(k, v, 0) for k, v in ledger.flat_metrics().items()]
             # The optimisation mechanism is the last one (DP-CD-P's estimate comes first).
