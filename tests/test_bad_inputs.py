@@ -108,6 +108,7 @@ CONFIG_CASES = {
     "epsilon-negative": (_set((*E, "privacy", "epsilon"), -1.0), ["epsilon", "-1.0"]),
     "epsilon-list-with-zero": (_set((*E, "privacy", "epsilon"), [1.0, 0]), ["epsilon"]),
     "delta-zero": (_set((*E, "privacy", "delta"), 0), ["delta"]),
+    "noise-unknown": (_set((*E, "privacy", "noise"), "exact"), ["noise", "exact"]),
     "delta-one": (_set((*E, "privacy", "delta"), 1), ["delta"]),
     "delta-above-one": (_set((*E, "privacy", "delta"), 1.5), ["delta", "1.5"]),
     "passes-zero": (_set((*E, "passes"), [0]), ["passes"]),

@@ -84,11 +84,18 @@ def test_ledger_states_relation_and_sampling(data):
     reg = DPCoordinateDescentRegressor(solver="dp_scd", penalty="l2", alpha=0.1,
                                        batch_size=50, passes=3, random_state=0).fit(X, y)
     led = reg.privacy_ledger_
-    assert led.neighbouring == "replace_special"
+    assert led.neighbouring == "replace_one"  # the default: Poisson batches through PLD
     mech = led.mechanisms[0]
     assert mech.sampling == "poisson" and mech.sampling_rate == pytest.approx(50 / 500)
     assert mech.count == 30 and led.epsilon_achieved <= 1.0
     assert list(led.nonprivate_inputs) == []
+    paper = DPCoordinateDescentRegressor(solver="dp_scd", penalty="l2", alpha=0.1, batch_size=50,
+                                         passes=3, random_state=0, neighbouring="paper").fit(X, y)
+    assert paper.privacy_ledger_.neighbouring == "replace_special"  # the paper's zero record
+    seq = DPCoordinateDescentRegressor(solver="seq_dp_scd", penalty="l2", alpha=0.1,
+                                       batch_size=50, passes=3, random_state=0).fit(X, y)
+    assert seq.privacy_ledger_.mechanisms[0].sampling == "without_replacement"
+    assert seq.privacy_ledger_.neighbouring == "replace_one"
     reg = DPCoordinateDescentRegressor(solver="primal_dp_scd", penalty="l2", alpha=0.1,
                                        batch_size=2, passes=3, random_state=0).fit(X, y)
     assert reg.privacy_ledger_.mechanisms[0].sampling == "none"

@@ -46,11 +46,12 @@ def test_cli_start_leaves_heavy_modules_unimported():
     cache. What only some functions need is imported there, not when the
     command line is built: dp_accounting (with scipy.signal and scipy.stats,
     1.1 s) by the functions that account; scipy.optimize and scipy.integrate
-    (0.4 s) by DP-GCD's step calibration and noisy-max quadrature."""
+    (0.4 s) by DP-GCD's step calibration and noisy-max quadrature; opendp by
+    the secure noise mode's samplers."""
     import subprocess
     import sys
 
-    heavy = ("dp_accounting", "scipy.optimize", "scipy.integrate")
+    heavy = ("dp_accounting", "scipy.optimize", "scipy.integrate", "opendp")
     code = ("import sys; from dpcd.cli import build_parser; build_parser(); "
             "import dpcd.privacy, dpcd.stages; "
             f"print([m for m in {heavy!r} if m in sys.modules])")

@@ -225,3 +225,14 @@ def test_estimators_default_to_replace_one_and_refuse_what_a_solver_cannot_do():
         DPCoordinateDescentRegressor(neighbouring="add_or_remove_one").fit(X, y)
     with pytest.raises(ValueError, match="neighbouring must be one of"):
         DPCoordinateDescentRegressor(solver="dp_sgd", neighbouring="swap_two").fit(X, y)
+
+
+def test_replace_one_above_plds_limit_forgoes_amplification():
+    # PLD (the only accountant of Poisson replace-one) stops at epsilon 20; above
+    # it the steps are accounted as unsampled Gaussians of sensitivity 2C.
+    clip, steps = 1.0, 150
+    cal = privacy.calibrate_dp_sgd(500, 10, 3, clip, 1e5, 1e-3, relation="replace_one")
+    assert cal.steps == steps and "without amplification" in cal.ledger.mechanisms[0].note
+    acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=Rel.ADD_OR_REMOVE_ONE)
+    acc.compose(dp_event.GaussianDpEvent(cal.noise_scales / (2 * clip)), steps)
+    assert acc.get_epsilon(1e-3) <= 1e5 * (1 + 1e-9)

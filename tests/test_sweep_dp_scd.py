@@ -24,9 +24,10 @@ def _problem(loss, rng, n=300, p=4):
                         max_abs=np.abs(X).max(axis=0))
 
 
+@pytest.mark.parametrize("neighbouring", ["replace_one", "paper"])
 @pytest.mark.parametrize("solver", ["dp_scd", "seq_dp_scd", "primal_dp_scd"])
 @pytest.mark.parametrize("sampling", [None, "without_replacement"])
-def test_private_adapters(solver, sampling):
+def test_private_adapters(solver, sampling, neighbouring):
     rng = np.random.default_rng(0)
     problem = _problem("logistic", rng)
     primal = solver == "primal_dp_scd"
@@ -37,14 +38,17 @@ def test_private_adapters(solver, sampling):
     config = {"passes": 2, "clip": 0.5, "batch_size": 2 if primal else 30}
     if sampling:
         config["sampling"] = sampling
-    budget = Budget(1.0, 1e-3)
+    budget = Budget(1.0, 1e-3, neighbouring=neighbouring)
     result, ledger = get_adapter(solver)(problem, config, [1, 2], budget)
     cal = SCD_CALIBRATORS[solver](problem, config, budget)
     mech = ledger.mechanisms[0]
     assert mech.noise_scale == cal.noise_scales
-    assert mech.sampling == ("none" if primal else sampling or "poisson")
-    assert ledger.neighbouring == ("replace_special" if not primal and sampling is None
-                                   else "replace_one")
+    # seqDP-SCD samples without replacement under replace-one (Lemma 5)
+    default = ("without_replacement" if solver == "seq_dp_scd" and neighbouring == "replace_one"
+               else "poisson")
+    assert mech.sampling == ("none" if primal else sampling or default)
+    paper = neighbouring == "paper" and mech.sampling == "poisson"
+    assert ledger.neighbouring == ("replace_special" if paper else "replace_one")
     assert result.n_updates == cal.steps == mech.count
     assert ledger.epsilon_achieved <= 1.0
     assert np.all(np.isfinite(result.objective))

@@ -175,6 +175,7 @@ class _BaseDPLinear(BaseEstimator):
         """
         n_samples, n_features = X.shape
         solver = check_choice(self.solver, "solver", SOLVERS)
+        noise = self._check_noise(solver)
         if solver in SCD_SOLVERS:
             return self._fit_scd(X, y, solver)
         if self._loss == "hinge":
@@ -186,8 +187,10 @@ class _BaseDPLinear(BaseEstimator):
         step = _check_positive(self.step, "step")
         clip = _check_positive(self.clip, "clip")
         accountant = _check_accountant(self.accountant, solver)
+        if noise == "secure":
+            accountant = privacy.secure.check_accountant(accountant)
         privacy.check_neighbouring(solver, self.neighbouring)  # before any release
-        budget = Budget(epsilon, delta, accountant, self.neighbouring)
+        budget = Budget(epsilon, delta, accountant, self.neighbouring, noise)
         datafit, penalty = make_problem(self._loss, self.penalty, self.alpha,
                                         self.l1_ratio)
         config = {"step": step, "clip": clip, "passes": passes}
@@ -231,13 +234,15 @@ class _BaseDPLinear(BaseEstimator):
 
         # one SeedSequence per fit, from random_state and the fit's settings
         # (releases compared or combined must be independent: run_entropy);
-        # one stream for the solver, one for smoothness
-        seq = self._seed_sequence(solver, epsilon, delta, accountant, config)
+        # one stream for the solver, one for smoothness (secure: 128 bits from
+        # the OS, held only in this frame)
+        seq = (np.random.SeedSequence(privacy.secure.secure_entropy()) if noise == "secure"
+               else self._seed_sequence(solver, epsilon, delta, accountant, config))
         solver_ss, smooth_ss = seq.spawn(2)
         estimate = None
         if solver == "dp_cd_p":
             estimate = self._private_smoothness(X[:, :n_features], datafit, epsilon,
-                                                np.random.default_rng(smooth_ss))
+                                                np.random.default_rng(smooth_ss), noise)
             if self.fit_intercept:  # the constant feature's M_j is public
                 estimate["smoothness"] = np.append(estimate["smoothness"],
                                                    smoothness[-1])
@@ -330,7 +335,21 @@ class _BaseDPLinear(BaseEstimator):
         norms[norms == 0] = 1.0
         return X * (self.row_scale_ / norms)[:, None]
 
-    def _private_smoothness(self, X, datafit, epsilon, rng):
+    def _check_noise(self, solver):
+        """``self.noise``, refusing what the secure mode does not cover."""
+        noise = check_choice(self.noise, "noise", privacy.secure.NOISE_MODES)
+        if noise == "secure":
+            if solver not in privacy.secure.SECURE_SOLVERS:
+                raise ValueError(f"noise='secure' covers solver "
+                                 f"{' or '.join(privacy.secure.SECURE_SOLVERS)}, "
+                                 f"not {solver!r}; use noise='fast'")
+            if self.random_state is not None:
+                raise ValueError("noise='secure' draws its seeds from the OS and never "
+                                 "records them: random_state must be None (a fixed "
+                                 f"random_state is the fast path), got {self.random_state!r}")
+        return noise
+
+    def _private_smoothness(self, X, datafit, epsilon, rng, noise="fast"):
         """Release the M_j privately with ``smoothness_fraction * epsilon`` (App. F)."""
         eps_smooth, _ = privacy.split_smoothness_budget(epsilon,
                                                         self.smoothness_fraction)
@@ -344,7 +363,7 @@ class _BaseDPLinear(BaseEstimator):
                     f"({X.shape[1]},) of numbers > 0, got {self.smoothness_bound!r}"
                 )
         M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
-                                                feature_bound=bound)
+                                                feature_bound=bound, noise=noise)
         return {"smoothness": M, "smoothness_fraction": self.smoothness_fraction,
                 "ledger": ledger.to_dict()}
 
@@ -453,6 +472,13 @@ default="auto"
         draw independent noise.  None draws fresh entropy.  A recorded seed
         lets anyone who has it subtract the noise: fix it to reproduce
         research, leave it None for a model you release.
+    noise : {"fast", "secure"}, default="fast"
+        ``"fast"``: floating-point samplers on a seeded generator (the
+        guarantee assumes an idealised sampler and a secret seed).
+        ``"secure"`` (dp_cd, dp_cd_p): released values rounded to a grid,
+        exact discrete Gaussian/Laplace noise from OpenDP and seeds from the
+        OS, never recorded; needs ``random_state=None`` and an ``"auto"``,
+        ``"rdp"`` or ``"paper"`` accountant (see docs/secure_noise.md).
 """
 
 _ATTRIBUTES_DOC = """
@@ -511,7 +537,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
                  clip=1.0, penalty="l1", alpha=0.1, l1_ratio=0.5, fit_intercept=False,
                  smoothness_fraction=0.1, smoothness_bound=None, batch_size=1,
                  rule="gs_r", normalize_rows=True, accountant="auto", random_state=None,
-                 neighbouring="replace_one"):
+                 neighbouring="replace_one", noise="fast"):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -530,6 +556,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         self.accountant = accountant
         self.random_state = random_state
         self.neighbouring = neighbouring
+        self.noise = noise
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.
@@ -603,7 +630,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
                  step=1.0, clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5,
                  fit_intercept=False, smoothness_fraction=0.1, smoothness_bound=None,
                  batch_size=1, rule="gs_r", normalize_rows=True, accountant="auto",
-                 random_state=None, neighbouring="replace_one"):
+                 random_state=None, neighbouring="replace_one", noise="fast"):
         self.solver = solver
         self.loss = loss
         self.epsilon = epsilon
@@ -623,6 +650,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         self.accountant = accountant
         self.random_state = random_state
         self.neighbouring = neighbouring
+        self.noise = noise
 
     def fit(self, X, y):
         """Fit the model under (ε, δ)-DP.

@@ -101,7 +101,7 @@ def cmd_private_smoothness(args):
     seeds = [run_seed(spec["base_seed"], k) for k in range(spec["seeds"])]
     estimates = private_smoothness_estimates(
         X, spec["loss"], spec["smoothness_fraction"], epsilons_of(spec["privacy"]),
-        seeds, spec["experiment"])
+        seeds, spec["experiment"], noise=spec["privacy"].get("noise", "fast"))
     write_json(args.out, estimates)
 
 

@@ -7,6 +7,7 @@ valid one) and return a :class:`Calibration` carrying the noise scales and
 the :class:`Ledger` to log.  See DESIGN.md, "Privacy conventions".
 """
 
+from dpcd.privacy import secure
 from dpcd.privacy.accounting import calibrate_multiplier, epsilon_of, make_event
 from dpcd.privacy.calibrate import (
     NEIGHBOURING,
@@ -50,6 +51,7 @@ __all__ = [
     "make_event",
     "estimate_smoothness",
     "private_smoothness",
+    "secure",
     "smoothness_ledger",
     "split_smoothness_budget",
     "theorem_3_1_multiplier",

@@ -29,8 +29,10 @@ Sensitivities per solver and relation (ℓ2 unless stated):
   Add-or-remove-one or the zero record (Poisson sampling): sensitivity C.
   Replace-one: sensitivity 2·C; with Poisson sampling only the PLD accountant
   accounts it and its noise unit is the radius C (σ = z·C, see
-  :func:`dpcd.privacy.accounting.sensitivity_unit`), with fixed-size batches
-  without replacement the RDP accountant's unit is the sensitivity (σ = z·2C).
+  :func:`dpcd.privacy.accounting.sensitivity_unit`; above PLD's ε limit
+  unsampled Gaussians of sensitivity 2C, without amplification), with
+  fixed-size batches without replacement the RDP accountant's unit is the
+  sensitivity (σ = z·2C).
 * DP-SCD (dual, Lemma 1): the [α; v] update of one mini-batch, rows of X of
   unit norm, each |ζ_i| ≤ C: one record's contribution has norm ≤ √2·C.
   Replacing a record by the zero record moves the update by at most √2·C
@@ -355,6 +357,18 @@ def _sampled_spec(n, batch_size, steps, sampling):
     return ("wor_gaussian", n, batch_size, steps)
 
 
+def _accounted_spec(spec, epsilon, relation):
+    """``spec``, or, for a Poisson-sampled release under replace-one above
+    PLD's ε limit (PLD being the only accountant of the sampled event there),
+    the same steps as unsampled Gaussians of the full replace-one sensitivity:
+    a valid bound that forgoes amplification by sampling (coupling the two
+    datasets' draws, each step's sums differ by at most the sensitivity)."""
+    if (spec[0] == "poisson_gaussian" and relation == "replace_one"
+            and epsilon > accounting.PLD_MAX_EPSILON):
+        return ("gaussian", spec[-1])
+    return spec
+
+
 def _sampled_calibration(spec, epsilon, delta, accountant, relation):
     if accountant == "paper":
         # DP-SGD and DP-SCD were calibrated with the moments accountant (RDP).
@@ -396,7 +410,7 @@ def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="pois
     check_choice(sampling, "sampling", SAMPLINGS)
     relation = resolve_relation(relation, "dp_sgd", sampling)
     steps = int(math.ceil(passes * n / batch_size))
-    spec = _sampled_spec(n, batch_size, steps, sampling)
+    spec = _accounted_spec(_sampled_spec(n, batch_size, steps, sampling), epsilon, relation)
     z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
     # one record's clipped gradient lies in the ball of radius C around 0
     sens = clip if relation in ("add_or_remove_one", "replace_special") else 2.0 * clip
@@ -417,6 +431,8 @@ def _sampled_mechanism(name, spec, relation, z, sens, steps, sampling, q, note):
     (:func:`dpcd.privacy.accounting.sensitivity_unit`), its multiplier over
     the sensitivity, and, when the two differ, the accounted event's z."""
     unit = accounting.sensitivity_unit(spec, relation)
+    if spec[0] == "gaussian" and sampling != "none":
+        note += f"; accounted without amplification by sampling (epsilon > {accounting.PLD_MAX_EPSILON:g})"
     if unit != 1.0:
         note += (f"; dp_accounting PLD REPLACE_ONE event multiplier z={z:.6g} is relative "
                  f"to one record's contribution ({unit:g} x the sensitivity)")
@@ -503,6 +519,7 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
         spec, q = ("gaussian", steps), 1.0
     else:
         spec, q = _sampled_spec(n, batch_size, steps, sampling), batch_size / n
+    spec = _accounted_spec(spec, epsilon, relation)
     z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
     sens = dp_scd_sensitivity(clip, batch_size, variant, relation)
     lemma = {"dual": "Lemma 1", "seq": "Lemma 5", "primal": "Lemma 4"}[variant]

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcd.privacy.secure import GUARANTEES
+
 # Values are JSON scalars or lists of floats (per-coordinate scales).
 Number = float | list
 
@@ -151,6 +153,10 @@ class Ledger:
         Reasons the stated (ε, δ) is not a guarantee, e.g. ``"invalid_bound"``
         (DP-GCD's paper calibration: report-noisy-max at Δ/ε′ over
         non-monotone scores). Empty for a valid ledger.
+    noise : str
+        Which samplers ran: ``"fast"`` (floating point, seeded; the guarantee
+        assumes an idealised sampler and a secret seed) or ``"secure"``
+        (exact discrete samplers on a grid, see :mod:`dpcd.privacy.secure`).
     """
 
     algorithm: str
@@ -163,6 +169,7 @@ class Ledger:
     budget: tuple[BudgetLine, ...] = ()
     nonprivate_inputs: tuple[str, ...] = ()
     caveats: tuple[str, ...] = ()
+    noise: str = "fast"
 
     def __post_init__(self):
         # Accept lists from callers and from JSON; store tuples (immutable).
@@ -172,6 +179,8 @@ class Ledger:
             self, "nonprivate_inputs", tuple(sorted(set(self.nonprivate_inputs)))
         )
         object.__setattr__(self, "caveats", tuple(sorted(set(self.caveats))))
+        if self.noise not in GUARANTEES:
+            raise ValueError(f"noise must be one of {sorted(GUARANTEES)}, got {self.noise!r}")
 
     # -- construction -----------------------------------------------------
     def add_nonprivate_input(self, name: str) -> "Ledger":
@@ -209,6 +218,9 @@ class Ledger:
         relations = {led.neighbouring for led in ledgers}
         if len(relations) != 1:
             raise ValueError(f"ledgers: cannot combine neighbouring relations {sorted(relations)}")
+        modes = {led.noise for led in ledgers}
+        if len(modes) != 1:
+            raise ValueError(f"ledgers: cannot combine noise modes {sorted(modes)}")
         accountants = []
         for led in ledgers:
             for acc in led.accountant.split("+"):
@@ -225,6 +237,7 @@ class Ledger:
             budget=[b for led in ledgers for b in led.budget],
             nonprivate_inputs=[x for led in ledgers for x in led.nonprivate_inputs],
             caveats=[x for led in ledgers for x in led.caveats],
+            noise=ledgers[0].noise,
         )
 
     # -- serialisation ----------------------------------------------------
@@ -240,6 +253,8 @@ class Ledger:
             "mechanisms": [m.to_dict() for m in self.mechanisms],
             "budget": [b.to_dict() for b in self.budget],
             "nonprivate_inputs": list(self.nonprivate_inputs),
+            "noise": self.noise,
+            "noise_guarantee": GUARANTEES[self.noise],
         }
         if self.caveats:
             out["caveats"] = list(self.caveats)
@@ -267,6 +282,7 @@ class Ledger:
                     for b in data.get("budget", [])],
             nonprivate_inputs=data.get("nonprivate_inputs", []),
             caveats=data.get("caveats", []),
+            noise=data.get("noise", "fast"),
         )
 
     @classmethod
@@ -290,6 +306,7 @@ class Ledger:
             "privacy.delta": _summary(float(self.delta)),
             "privacy.nonprivate_inputs": ",".join(self.nonprivate_inputs) or "none",
             "privacy.n_mechanisms": str(len(self.mechanisms)),
+            "privacy.noise": self.noise,
         }
         if self.caveats:
             out["privacy.caveats"] = ",".join(self.caveats)
@@ -327,6 +344,7 @@ class Ledger:
         out = {
             "privacy.nonprivate_inputs": ",".join(self.nonprivate_inputs) or "none",
             "privacy.accountant": self.accountant,
+            "privacy.noise": self.noise,
         }
         for caveat in self.caveats:
             out[f"privacy.{caveat}"] = "true"

@@ -22,10 +22,18 @@ sizes 1/M_j need M_j > 0.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.sparse as sp
 
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
+from dpcd.privacy.secure import (
+    NOISE_MODES,
+    RESOLUTION,
+    check_grid,
+    secure_laplace_release,
+)
 from dpcd.privacy.validation import check_choice, check_clip, check_epsilon, check_n
 
 SENSITIVITIES = ("replace_one", "paper")
@@ -78,7 +86,7 @@ def smoothness_ledger(n: int, bounds, epsilon: float,
 
 
 def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_one",
-                       floor=DEFAULT_FLOOR):
+                       floor=DEFAULT_FLOOR, noise="fast"):
     """Release ε′-DP coordinate-wise smoothness constants (Appendix F, eq. 126).
 
     Parameters
@@ -97,6 +105,10 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
         ``b_j/n`` (default, see module docstring) or the paper's ``2 b_j/n``.
     floor : float
         Estimates are clamped to [floor·b_j, b_j] (post-processing).
+    noise : {"fast", "secure"}
+        ``"secure"``: means rounded to the grid ``Δ_j/m`` plus exact discrete
+        Laplace noise (:func:`dpcd.privacy.secure.secure_laplace_release`);
+        ``rng`` is then unused.
 
     Returns
     -------
@@ -128,11 +140,24 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
         means = np.bincount(per_sample.col, weights=clipped, minlength=p) / n
     else:
         means = np.clip(per_sample, 0.0, bounds).mean(axis=0)
-    noisy = means + rng.laplace(0.0, scales)
+    if noise == "secure":
+        check_grid(n)
+        mech = ledger.mechanisms[0]
+        noisy, charged = secure_laplace_release(means, mech.sensitivity,
+                                                mech.noise_multiplier)
+        mech = dataclasses.replace(
+            mech, kind="discrete_laplace", sensitivity=charged.tolist(),
+            noise_scale=(mech.noise_multiplier * charged).tolist(),
+            note=f"{mech.note}; rounded to the grid Δ_j/{RESOLUTION}, sensitivity "
+                 f"Δ_j + grid, exact discrete Laplace")
+        ledger = dataclasses.replace(ledger, mechanisms=[mech], noise="secure")
+    else:
+        check_choice(noise, "noise", NOISE_MODES)
+        noisy = means + rng.laplace(0.0, scales)
     return np.clip(noisy, floor * bounds, bounds), ledger
 
 
-def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
+def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None, noise="fast"):
     """Private smoothness constants of a linear model's datafit (Section 5.2).
 
     The per-sample constants are ``datafit.per_sample_smoothness(X)`` (a loss
@@ -151,6 +176,8 @@ def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
         largest |x_ij| of each feature (Section 6.1; an all-zero feature takes
         the largest of them): it is read off the data, so the ledger records
         ``smoothness_bounds_from_data``.
+    noise : {"fast", "secure"}
+        Sampler mode (see :func:`private_smoothness`).
 
     Returns
     -------
@@ -177,7 +204,7 @@ def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None):
         per_sample = X.multiply(X) * c
     else:
         per_sample = datafit.per_sample_smoothness(X)
-    M, ledger = private_smoothness(per_sample, bounds, epsilon, rng)
+    M, ledger = private_smoothness(per_sample, bounds, epsilon, rng, noise=noise)
     if from_data:
         ledger = ledger.add_nonprivate_input("smoothness_bounds_from_data")
     return M, ledger

@@ -14,6 +14,7 @@ from numba import njit
 from dpcd.problems import check_smoothness, require_smooth
 from dpcd.problems._jit import (
     SQUARES,
+    _coordinate_gradient,
     _coordinate_gradient_csc,
     _datafit_value,
     _init_state,
@@ -62,7 +63,8 @@ def coordinate_clip(M, C):
 
 @njit(cache=True, error_model="numpy")
 def _dp_cd_kernel(sparse, X, data, indices, indptr, y, w, u, datafit_code, penalty_code,
-                  penalty_params, steps, clip, noise_scales, n_updates, rng_coord,
+                  penalty_params, steps, clip, noise_scales, grid, pre_noise, n_updates,
+                  rng_coord,
                   rng_noise, n_inner, w_sum, start, ckpt_updates, obj, obj_last, f_reported):
     """Run ``n_updates`` DP-CD updates in place, drawing coordinates and noise.
 
@@ -92,6 +94,12 @@ def _dp_cd_kernel(sparse, X, data, indices, indptr, y, w, u, datafit_code, penal
         Per-sample clipping thresholds ``C_j``.
     noise_scales : array, shape (n_features,)
         Noise standard deviations ``sigma_j``.
+    grid : array, shape (n_features,)
+        Secure mode: grid steps ``gamma_j`` (unused when ``pre_noise`` is empty).
+    pre_noise : array, shape (n_updates,) or (0,)
+        Secure mode: pre-drawn integer noise ``k`` (as floats, in grid steps);
+        update ``t`` releases ``gamma_j (floor(g / gamma_j + 1/2) + k_t)``
+        instead of ``g + sigma_j z``. Empty: the fast path.
     n_updates : int
         ``T K``, number of coordinate updates.
     rng_coord, rng_noise : numpy.random.Generator
@@ -119,16 +127,25 @@ def _dp_cd_kernel(sparse, X, data, indices, indptr, y, w, u, datafit_code, penal
     """
     n_samples = u.shape[0]
     n_features = w.shape[0]
+    secure = pre_noise.shape[0] > 0
     c = 0
     for k in range(n_updates):
         j = rng_coord.integers(0, n_features)
-        z = rng_noise.standard_normal()
         step = steps[j]
+        if secure:  # clipped gradient rounded to the grid, plus exact integer noise
+            if sparse:
+                g = _coordinate_gradient_csc(datafit_code, data, indices, indptr,
+                                             n_samples, y, u, j, clip[j])
+            else:
+                g = _coordinate_gradient(datafit_code, X, y, u, j, clip[j])
+            g = grid[j] * (np.floor(g / grid[j] + 0.5) + pre_noise[k])
         # noisy (clipped) coordinate gradient, O(n_samples) or O(nnz_j)
-        if sparse:
+        elif sparse:
+            z = rng_noise.standard_normal()
             g = (_coordinate_gradient_csc(datafit_code, data, indices, indptr, n_samples,
                                           y, u, j, clip[j]) + noise_scales[j] * z)
         else:
+            z = rng_noise.standard_normal()
             g = _noisy_coordinate_gradient(datafit_code, X, y, u, j, clip[j],
                                            noise_scales[j], z)
         old = w[j]
@@ -188,7 +205,8 @@ def _draw_randomness(seed, n_features, n_updates):
 
 
 def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passes,
-          seed, averaging=False, inner_passes=None, w0=None, check_input=True):
+          seed, averaging=False, inner_passes=None, w0=None, check_input=True,
+          secure=None):
     """Differentially private proximal coordinate descent (DP-CD).
 
     Algorithm 1 of [1]_: at each update a coordinate ``j`` is drawn uniformly,
@@ -237,6 +255,11 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     check_input : bool, default=True
         Scan ``X`` for NaN/inf and check ``y``; False when the caller already
         did (a sweep validates its data once, not once per run).
+    secure : dpcd.privacy.secure.SecureGaussian, optional
+        Secure mode: its ``grid`` and exact integer noise (``draw``, drawn
+        before the kernel runs, inside the timer) replace ``noise_scales``
+        and the floating-point normals; ``seed`` then only drives the
+        coordinate choices.
 
     Returns
     -------
@@ -298,15 +321,19 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
     obj[0] = obj_last[0] = f0
     w_sum = np.zeros(n_features)
     start = np.ones(n_features, dtype=np.int64)
-    args = (*design, y, w, u, datafit.code, pcode, pparams, steps, clip, sigma)
+    grid = (np.zeros(n_features) if secure is None
+            else as_feature_array(secure.grid, n_features, "grid", positive=True))
+    args = (*design, y, w, u, datafit.code, pcode, pparams, steps, clip, sigma, grid)
     # compile (or load from cache) before the timer: a zero-update call
-    _dp_cd_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), n_inner,
-                  w_sum, start, ckpt_updates[:0], obj, obj_last, f0)
+    _dp_cd_kernel(*args, np.zeros(0), 0, np.random.default_rng(0),
+                  np.random.default_rng(0), n_inner, w_sum, start, ckpt_updates[:0], obj,
+                  obj_last, f0)
     rng_coord, rng_noise = spawn_generators(seed, 2)
     # the timer covers drawing the coordinates and the noise, like DP-SGD's
     t0 = time.perf_counter()
-    _dp_cd_kernel(*args, n_updates, rng_coord, rng_noise, n_inner, w_sum, start,
-                  ckpt_updates, obj, obj_last, f0)
+    pre_noise = np.zeros(0) if secure is None else secure.draw(n_updates)
+    _dp_cd_kernel(*args, pre_noise, n_updates, rng_coord, rng_noise, n_inner, w_sum,
+                  start, ckpt_updates, obj, obj_last, f0)
     elapsed = time.perf_counter() - t0
 
     extra = {

@@ -18,12 +18,29 @@ from dpcd.solvers.dp_gcd import PENALTY_NAMES
 @dataclass(frozen=True)
 class Budget:
     """The privacy settings of one run: target epsilon, delta, accountant and
-    neighbouring relation (``"paper"``: each solver's paper's own)."""
+    neighbouring relation (``"paper"``: each solver's paper's own) and noise
+    mode (``"secure"``: see :mod:`dpcd.privacy.secure`)."""
 
     epsilon: float
     delta: float
     accountant: str = "auto"
     neighbouring: str = "replace_one"
+    noise: str = "fast"
+
+
+def _calibrate_dp_cd(problem, config, clip, epsilon, budget):
+    """DP-CD's calibration, and in secure mode its grid and exact sampler."""
+    accountant = budget.accountant
+    if budget.noise == "secure":
+        accountant = privacy.secure.check_accountant(accountant)
+    calibration = privacy.calibrate_dp_cd(
+        problem.n_samples, problem.n_features, config["passes"], clip,
+        epsilon, budget.delta, accountant=accountant, relation=budget.neighbouring,
+    )
+    if budget.noise != "secure":
+        return calibration, None
+    secure = privacy.secure.secure_dp_cd(calibration, problem.n_samples)
+    return secure.calibration, secure
 
 
 def run_cd(problem, config, seed, budget, private_smoothness=None):
@@ -42,15 +59,12 @@ def run_dp_cd(problem, config, seed, budget, private_smoothness=None):
     """DP-CD (Mangold et al. 2022, Algorithm 1) with exact smoothness constants."""
     smoothness = problem.smoothness
     clip = solvers.coordinate_clip(smoothness, config["clip"])
-    calibration = privacy.calibrate_dp_cd(
-        problem.n_samples, problem.n_features, config["passes"], clip,
-        budget.epsilon, budget.delta, accountant=budget.accountant,
-        relation=budget.neighbouring,
-    )
+    calibration, secure = _calibrate_dp_cd(problem, config, clip, budget.epsilon, budget)
     result = solvers.dp_cd(
         problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=smoothness, step=config["step"], clip=clip,
         noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed, check_input=False,
+        secure=secure,
     )
     return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
 
@@ -66,15 +80,13 @@ def run_dp_cd_p(problem, config, seed, budget, private_smoothness=None):
     smoothness = np.asarray(private_smoothness["smoothness"], dtype=np.float64)
     fraction = private_smoothness["smoothness_fraction"]
     clip = solvers.coordinate_clip(smoothness, config["clip"])
-    calibration = privacy.calibrate_dp_cd(
-        problem.n_samples, problem.n_features, config["passes"], clip,
-        (1.0 - fraction) * budget.epsilon, budget.delta,
-        accountant=budget.accountant, relation=budget.neighbouring,
-    )
+    calibration, secure = _calibrate_dp_cd(problem, config, clip,
+                                           (1.0 - fraction) * budget.epsilon, budget)
     result = solvers.dp_cd(
         problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=smoothness, step=config["step"], clip=clip,
         noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed, check_input=False,
+        secure=secure,
     )
     estimate_ledger = privacy.Ledger.from_dict(private_smoothness["ledger"])
     ledger = privacy.Ledger.combine([estimate_ledger, calibration.ledger])

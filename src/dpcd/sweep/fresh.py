@@ -93,7 +93,8 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
             # DP-CD-P's smoothness estimate is part of each run's release: fresh too.
             estimates = private_smoothness_estimates(
                 problem.X, spec["problem"]["loss"], spec["grid"]["smoothness_fraction"],
-                [cell["epsilon"]], seeds, spec["experiment"])
+                [cell["epsilon"]], seeds, spec["experiment"],
+                noise=spec["privacy"].get("noise", "fast"))
         # each run timed alone: Table 3 reports these times
         runs, cell_records = run_configurations(
             spec, configs, seeds, problem, f_star, estimates, w_star,

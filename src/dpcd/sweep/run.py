@@ -64,7 +64,8 @@ def chunk_configurations(spec, chunk):
     return chunk_of(configs, chunk, spec["chunks"])
 
 
-def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment):
+def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment,
+                                 noise="fast"):
     """Private smoothness constants per (epsilon, seed index), DP-CD Appendix F.
 
     The estimate of seed ``seeds[k]`` at ``epsilon`` draws its Laplace noise
@@ -76,6 +77,8 @@ def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment)
     run's ledger counts it, so runs combined are over-counted, never under.
     The selection runs pass the replicate seeds, the fresh re-runs their own
     (:func:`dpcd.sweep.grid.fresh_seeds`), so their estimates are new releases.
+    ``noise="secure"``: exact discrete Laplace noise from the OS instead (the
+    seeds are then unused).
 
     Returns
     -------
@@ -93,7 +96,7 @@ def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment)
             seq = np.random.SeedSequence(run_entropy(seed, identity))
             # The paper's crude bounds: twice each feature's largest magnitude.
             smoothness, ledger = privacy.estimate_smoothness(
-                datafit, X, fraction * epsilon, np.random.default_rng(seq))
+                datafit, X, fraction * epsilon, np.random.default_rng(seq), noise=noise)
             estimates.append({
                 "epsilon": float(epsilon),
                 "seed_index": seed_index,
@@ -209,9 +212,16 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
     neighbouring = privacy_spec.get("neighbouring", "replace_one")
+    noise = privacy_spec.get("noise", "fast")
+    if noise == "secure":
+        # seeds from the OS per run, never recorded: the table's seed column
+        # holds -1 - seed_index (see docs/secure_noise.md)
+        privacy.secure.check_workflow(spec.get("adapter", spec["solver"]), accountant)
+        seeds = [None] * len(seeds)
     rows, records = [], []
     started = clock.monotonic()
-    budgets = [Budget(config["epsilon"], delta, accountant, neighbouring) for config in configs]
+    budgets = [Budget(config["epsilon"], delta, accountant, neighbouring, noise)
+               for config in configs]
     many = MANY.get(spec.get("adapter", spec["solver"])) if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
     # of configurations whose final iterates (block x seeds x features) stay
@@ -241,7 +251,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 result, ledger = ran.pop((done - 1, seed_index))
             else:
                 estimate = _private_estimate(private_estimates, config["epsilon"], seed_index)
-                entropy = run_entropy(seed, stream_identity(spec, config))
+                entropy = (privacy.secure.secure_entropy() if seed is None
+                           else run_entropy(seed, stream_identity(spec, config)))
                 result, ledger = adapter(problem, config, entropy, budget, estimate)
             if ledger is not None:
                 # what the data stage and the problem read off the data without
@@ -309,7 +320,8 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
         "delta": delta,
         "passes": passes,  # int for integer grids, float for fractional ones
         "seed_index": np.repeat(np.arange(n_seeds), n_points),
-        "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n_points),
+        "seed": np.repeat(np.asarray([-1 - k if s is None else s for k, s in enumerate(seeds)],
+                                     dtype=np.int64), n_points),
         "pass": pass_index,
         "objective": objective.ravel(),
         "rel_error": rel_error.ravel(),

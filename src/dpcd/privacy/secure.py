@@ -1,0 +1,273 @@
+"""Secure noise: exact discrete samplers on a grid, seeds never recorded.
+
+The fast path's samplers are floating-point (numba's ziggurat normals, numpy's
+inverse-CDF Laplace) fed by a seeded PCG64 generator whose seed is recorded:
+its guarantee assumes an idealised sampler and a secret seed (Mironov, CCS
+2012, showed how the low-order bits of floating-point Laplace noise leak the
+input).  The secure mode (``noise="secure"``) instead
+
+* rounds each released quantity to a grid ``γ`` (``q = floor(x/γ + 1/2)``,
+  an integer),
+* adds integer noise ``k`` drawn by OpenDP's exact samplers (discrete
+  Gaussian or discrete Laplace, from the operating system's secure source),
+* releases ``γ·(q + k)``: a deterministic function of the integer ``q + k``,
+  so its floating-point representation reveals nothing more.
+
+Grid and sensitivity.  With ``γ = Δ/m`` (``m`` = :data:`RESOLUTION` grid
+steps per sensitivity), two values ``x, x'`` with ``|x − x'| ≤ Δ`` round to
+integers with ``|q − q'| ≤ ⌈Δ/γ⌉ = m``: ``floor(· + 1/2)`` is monotone and
+commutes with integer shifts, so ``q' ≤ round(x + m γ) = q + m``.  The ledger
+charges ``m + 1`` grid steps, i.e. the rounded value moves by at most
+``Δ + γ``: the extra step absorbs the floating-point error of computing
+``x`` (a mean of ``n`` clipped terms, error at most ``n·2⁻⁵³·Δ·n/2`` in grid
+units ``m``; :func:`check_grid` refuses runs where it could reach half a
+step).  The integer noise scale is ``z·(m + 1)`` for the fast path's noise
+multiplier ``z``, so the secure noise is ``(m + 1)/m`` times the fast one
+(0.1 % at ``m = 1000``).
+
+Accounting.  A discrete Gaussian ``N_Z(0, s²)`` with integer sensitivity
+``Δ`` has Rényi divergence at most ``α Δ²/(2 s²)`` at every order α, the
+continuous Gaussian's (Canonne, Kamath, Steinke, NeurIPS 2020, Prop. 5 /
+Thm. 4: it is ``Δ²/(2s²)``-zCDP).  So the RDP accountant's
+``GaussianDpEvent(z)`` composed ``T`` times bounds the secure DP-CD run, and
+the secure mode calibrates ``z`` with RDP (dp_accounting 0.6 has no discrete
+Gaussian event for its PLD accountant; the tests recompute ε with its
+discrete-Gaussian PLD, ``from_discrete_gaussian_mechanism``).  A discrete
+Laplace of scale ``t`` with integer sensitivity ``Δ`` is ``Δ/t``-DP exactly
+like the continuous one (the pmf ratio at shift ``Δ`` is ``e^{Δ/t}``), so
+the private smoothness release keeps its pure-DP line.
+
+Randomness that does not affect privacy (DP-CD's coordinate choices: the
+accounting holds for every fixed coordinate sequence) stays on the fast
+generator, seeded from the OS's secure source and never recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+
+import numpy as np
+
+NOISE_MODES = ("fast", "secure")
+
+# What each mode's guarantee assumes (stated in every ledger).
+GUARANTEES = {
+    "fast": ("floating-point samplers (numba/numpy) on a seeded PCG64 generator: "
+             "the guarantee assumes an idealised sampler and a secret seed"),
+    "secure": ("exact discrete samplers (OpenDP) from the OS's secure source, "
+               "inputs rounded to a grid accounted in the sensitivity; seeds "
+               "drawn from the OS and never recorded"),
+}
+
+# Grid steps per sensitivity: the grid is γ = Δ/m and the charged sensitivity
+# m + 1 steps, so the noise grows by (m + 1)/m = 1.001.
+RESOLUTION = 1000
+
+# Solvers the secure mode covers (the others are refused).
+SECURE_SOLVERS = ("dp_cd", "dp_cd_p")
+
+# Accountants the secure mode can use: RDP bounds the discrete Gaussian
+# (Canonne et al. 2020); "paper" reports RDP's ε for Theorem 3.1's noise.
+SECURE_ACCOUNTANTS = ("auto", "rdp", "paper")
+
+
+def secure_entropy() -> int:
+    """128 bits from the operating system's secure source (never record them)."""
+    return secrets.randbits(128)
+
+
+def _opendp():
+    try:
+        import opendp.prelude as dp
+    except ImportError as exc:  # pragma: no cover - opendp is a dependency
+        raise ImportError("noise='secure' needs the opendp package "
+                          "(pip install 'opendp>=0.16')") from exc
+    dp.enable_features("contrib")
+    return dp
+
+
+def _draw(kind: str, scale: float, size: int) -> np.ndarray:
+    """``size`` i.i.d. integer draws of OpenDP's exact sampler ``kind``."""
+    size = int(size)
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    scale = float(scale)
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be finite and > 0, got {scale!r}")
+    if size == 0:
+        return np.zeros(0, dtype=np.int64)
+    dp = _opendp()
+    metric = dp.l2_distance(T="i64") if kind == "gaussian" else dp.l1_distance(T="i64")
+    make = dp.m.make_gaussian if kind == "gaussian" else dp.m.make_laplace
+    # the measurement adds noise to its input: zeros give the noise alone
+    meas = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=scale)
+    return np.asarray(meas(np.zeros(size, dtype=np.int64)), dtype=np.int64)
+
+
+def discrete_gaussian(scale: float, size: int) -> np.ndarray:
+    """Exact discrete Gaussian draws, pmf ∝ ``exp(−k²/(2 scale²))`` on the integers.
+
+    Drawn by OpenDP (Canonne et al. 2020's sampler) from the OS's secure source.
+
+    Parameters
+    ----------
+    scale : float
+        ``s > 0`` (for ``s`` ≫ 1 the standard deviation; below, slightly less).
+    size : int
+
+    Returns
+    -------
+    k : ndarray of int64, shape (size,)
+    """
+    return _draw("gaussian", scale, size)
+
+
+def discrete_laplace(scale: float, size: int) -> np.ndarray:
+    """Exact discrete Laplace draws, pmf ∝ ``exp(−|k|/scale)`` on the integers.
+
+    Drawn by OpenDP from the OS's secure source.
+
+    Parameters
+    ----------
+    scale : float
+        ``t > 0``.
+    size : int
+
+    Returns
+    -------
+    k : ndarray of int64, shape (size,)
+    """
+    return _draw("laplace", scale, size)
+
+
+def round_to_grid(x, grid):
+    """``floor(x/γ + 1/2)``: monotone and commuting with integer shifts.
+
+    (numpy's ``rint`` rounds half to even and does not commute with shifts:
+    ``rint(0.5) = 0``, ``rint(1.5) = 2``.)
+    """
+    return np.floor(np.asarray(x, dtype=np.float64) / grid + 0.5)
+
+
+def check_grid(n: int, resolution: int = RESOLUTION) -> None:
+    """Refuse a grid whose rounding could be moved by floating-point error.
+
+    A mean of ``n`` terms bounded by ``B`` is computed with an error below
+    ``n·2⁻⁵³·B`` (naive summation), i.e. at most ``n²·m·2⁻⁵³`` grid steps
+    of ``γ = B/(n m)`` (DP-CD's grid is twice as coarse); the ledger's spare
+    grid step covers up to one, and we ask for at most a quarter.
+    """
+    if n * n * resolution * 2.0 ** -53 > 0.25:
+        raise ValueError(f"noise='secure': n_samples = {n} is too large for the grid "
+                         f"resolution {resolution} (floating-point error of the means "
+                         "could cross a grid step)")
+
+
+def check_accountant(accountant: str) -> str:
+    """The accountant the secure mode uses for ``accountant`` ("auto" → "rdp")."""
+    if accountant not in SECURE_ACCOUNTANTS:
+        raise ValueError(
+            f"accountant={accountant!r} with noise='secure': the discrete Gaussian is "
+            f"accounted by RDP (Canonne et al. 2020); use one of {SECURE_ACCOUNTANTS}")
+    return "rdp" if accountant == "auto" else accountant
+
+
+def check_workflow(solver: str, accountant: str) -> None:
+    """Refuse a workflow experiment the secure mode does not cover."""
+    if solver not in SECURE_SOLVERS:
+        raise ValueError(f"privacy.noise: 'secure' covers solver "
+                         f"{' or '.join(SECURE_SOLVERS)}, not {solver!r}")
+    check_accountant(accountant)
+
+
+@dataclasses.dataclass(frozen=True)
+class SecureGaussian:
+    """Grid and integer noise scale of a secure coordinate-wise release.
+
+    Attributes
+    ----------
+    grid : ndarray, shape (p,)
+        ``γ_j = Δ_j / m``.
+    integer_scale : float
+        Discrete Gaussian scale in grid steps, ``z·(m + 1)`` (same for all j).
+    calibration : dpcd.privacy.Calibration
+        Noise scales ``integer_scale·γ_j`` and the secure ledger.
+    """
+
+    grid: np.ndarray
+    integer_scale: float
+    calibration: object
+
+    def draw(self, size: int) -> np.ndarray:
+        """``size`` integer noise draws (grid steps), as float64 for the kernel."""
+        return discrete_gaussian(self.integer_scale, size).astype(np.float64)
+
+
+def secure_dp_cd(calibration, n: int, resolution: int = RESOLUTION) -> SecureGaussian:
+    """Turn a DP-CD calibration into its secure version (see the module docstring).
+
+    Parameters
+    ----------
+    calibration : dpcd.privacy.Calibration
+        From :func:`dpcd.privacy.calibrate_dp_cd` with an RDP (or "paper")
+        accountant: its ``z`` bounds the discrete Gaussian too.
+    n : int
+        Number of records (the grid must be fine enough, :func:`check_grid`).
+    resolution : int
+        ``m``, grid steps per sensitivity.
+
+    Returns
+    -------
+    SecureGaussian
+    """
+    ledger = calibration.ledger
+    if ledger.accountant not in ("rdp", "paper"):
+        raise ValueError(f"secure DP-CD needs an rdp calibration, got {ledger.accountant!r}")
+    check_grid(n, resolution)
+    mech = ledger.mechanisms[0]
+    z = float(calibration.noise_multiplier)
+    delta_j = np.asarray(mech.sensitivity, dtype=np.float64)
+    grid = delta_j / resolution
+    charged = (resolution + 1) * grid  # Δ_j + γ_j
+    scales = z * charged
+    secure_mech = dataclasses.replace(
+        mech, kind="discrete_gaussian", sensitivity=charged.tolist(),
+        noise_scale=scales.tolist(),
+        note=(f"{mech.note}; rounded to the grid Δ_j/{resolution}, sensitivity "
+              f"Δ_j + grid ({resolution + 1} grid steps), exact discrete Gaussian of "
+              f"scale {z * (resolution + 1):.6g} grid steps; RDP of the discrete "
+              "Gaussian <= the continuous one (Canonne et al. 2020)"))
+    secure_ledger = dataclasses.replace(
+        ledger, mechanisms=(secure_mech,) + tuple(ledger.mechanisms[1:]), noise="secure")
+    cal = dataclasses.replace(calibration, noise_scales=scales, ledger=secure_ledger)
+    return SecureGaussian(grid=grid, integer_scale=z * (resolution + 1), calibration=cal)
+
+
+def secure_laplace_release(means, sensitivity, multiplier: float,
+                           resolution: int = RESOLUTION):
+    """``means`` released with exact discrete Laplace noise on the grid ``Δ_j/m``.
+
+    The continuous release adds ``Lap(λ_j)`` with ``λ_j = z·Δ_j`` (``z`` the
+    noise ``multiplier``); here the
+    means are rounded to ``γ_j = Δ_j/m``, charged ``m + 1`` steps, and get a
+    discrete Laplace of scale ``z·(m + 1)`` steps: each coordinate is
+    ``Δ/λ``-DP as before, with ``λ_j = z·(Δ_j + γ_j)``.
+
+    Returns
+    -------
+    noisy : ndarray, shape (p,)
+    charged : ndarray, shape (p,)
+        ``Δ_j + γ_j``, the sensitivity the ledger must state.
+    """
+    sensitivity = np.asarray(sensitivity, dtype=np.float64)
+    z = float(multiplier)
+    grid = sensitivity / resolution
+    k = discrete_laplace(z * (resolution + 1), sensitivity.size)
+    noisy = grid * (round_to_grid(means, grid) + k)
+    return noisy, (resolution + 1) * grid
+
+
+__all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_SOLVERS", "SecureGaussian",
+           "check_accountant", "check_grid", "check_workflow", "discrete_gaussian", "discrete_laplace",
+           "round_to_grid", "secure_dp_cd", "secure_entropy", "secure_laplace_release"]
