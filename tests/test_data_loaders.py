@@ -155,14 +155,14 @@ def test_unknown_variant_and_dataset():
         get_entry("nope")
 
 
-@pytest.mark.parametrize("source", ["sparse_lasso", "log1", "log2", "square"])
+@pytest.mark.parametrize("source", ["sparse_lasso", "log1", "log2"])
 def test_generators_deterministic(source):
     a = generate(source, {"n_samples": 30, "n_features": 12, "seed": 5})
     b = generate(source, {"n_samples": 30, "n_features": 12, "seed": 5})
     c = generate(source, {"n_samples": 30, "n_features": 12, "seed": 6})
     assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
     assert a[0].tobytes() != c[0].tobytes()
-    if source in ("sparse_lasso", "square"):
+    if source == "sparse_lasso":
         assert np.count_nonzero(a[2]) == 10
     else:
         assert set(np.unique(a[1])) <= {-1.0, 1.0} and np.all(a[2] > 0)
@@ -170,7 +170,7 @@ def test_generators_deterministic(source):
 
 def test_generator_defaults_match_papers():
     assert generate("log1")[0].shape == (1000, 100)
-    assert get_entry("square")["defaults"]["n_features"] == 1000
+    assert get_entry("sparse_lasso")["defaults"]["n_features"] == 1000
     with pytest.raises(ValueError, match="unknown generator parameter"):
         generate("log1", {"n_rows": 3})
 
@@ -196,7 +196,8 @@ def test_cli_list(capsys):
     assert args.func(args) == 0
     out = capsys.readouterr().out
     for name in ["california", "electricity", "phishing", "adult", "yearpredictionmsd",
-                 "madelon", "mtp", "dorothea", "sparse_lasso", "log1", "log2", "square"]:
+                 "madelon", "madelon_with_class", "mtp", "dorothea", "sparse_lasso", "log1",
+                 "log2"]:
         assert f"\n{name}  [" in "\n" + out
 
 

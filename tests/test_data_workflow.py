@@ -75,7 +75,6 @@ def test_every_registry_entry_through_the_rules(served, tmp_path):  # noqa: F811
     for name in generated_sources():
         datasets[f"{name}_small"] = {"source": name,
                                      "params": {"n_samples": 30, "n_features": 12, "seed": 3}}
-    datasets["square_small"]["params"]["n_informative"] = 4
     datasets["sparse_lasso_small"]["params"]["n_informative"] = 4
     datasets["yearpredictionmsd_standin_small"]["params"]["n_test"] = 6
     # dense enough that no column is empty (preprocessing drops empty ones)

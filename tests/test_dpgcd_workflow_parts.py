@@ -134,11 +134,12 @@ def test_sparse_reference_matches_dense(loss, penalty, alpha):
 
 # --- datasets (Table 1) ----------------------------------------------------------
 @pytest.mark.parametrize("source, shape", [("log1", (1000, 100)), ("log2", (1000, 100)),
-                                           ("square", (1000, 1000)), ("mtp_standin", (4450, 202))])
+                                           ("sparse_lasso", (1000, 1000)),
+                                           ("mtp_standin", (4450, 202))])
 def test_generated_shapes_match_table_1(source, shape):
     X, y, w_true, settings = generate(source)
     assert X.shape == shape and y.shape == (shape[0],)
-    if source == "square":
+    if source == "sparse_lasso":  # the config's square
         assert np.count_nonzero(w_true) == 10
     if source in ("log1", "log2"):
         assert set(np.unique(y)) == {-1.0, 1.0}
@@ -192,10 +193,19 @@ def test_tables_3_and_4_sit_beside_the_published_values():
     table = compare(ours, published)
     text = support_markdown(table)
     # Best DP-GCD (2 passes) beside the paper's 2 / 0 (0.35).
-    assert "| square | dp_gcd | 2 / 0 (0.3) | 2 / 0 (0.35) |" in text
-    assert "| square | dp_cd | 0 / 0 (0.75) | 0 / 0 (0.75) |" in text
+    assert "| square | dp_gcd | 2 / 0 (0.3) | 2 / 0 (0.35) | 0.86 |" in text
+    assert "| square | dp_cd | 0 / 0 (0.75) | 0 / 0 (0.75) | 1 |" in text
     hyper = hyperparameters_markdown(table)
-    assert "| square | dp_gcd | 2 (2) | 1.46e+04 (1.46e+04) | 2.15 (2.15) |" in hyper
+    assert "| square | dp_gcd | 2 (2) | 1.46e+04 (1.46e+04) | 2.15 (2.15) | 1 / 1 / 1 |" in hyper
+    # A grid without the published passes (the quick configs) still shows the
+    # published cell when the published table is passed: DP-GCD at 4 passes only.
+    ours4 = ours[ours.passes != 2.0].assign(rel_error_mean=[0.8, 0.75])
+    table = compare(ours4, published)
+    assert "| square | dp_gcd | 3 / 1 (0.8) |  |  |" in support_markdown(table)
+    text = support_markdown(table, published)
+    assert "| square | dp_gcd | 3 / 1 (0.8) | 2 / 0 (0.35) | 2.3 ! |" in text
+    hyper = hyperparameters_markdown(table, published)
+    assert "| square | dp_gcd | 4 (2) | 1 (1.46e+04) | 1 (2.15) | 2 / 6.8e-05 ! / 0.47 ! |" in hyper
 
 
 # --- the L1 problems admit Table 3 -------------------------------------------------
@@ -205,7 +215,7 @@ def _config_problem(experiment):
     import yaml
 
     from dpcd.data.loaders import load_raw
-    from dpcd.data.preprocess import apply_recipe
+    from dpcd.data.preprocess import RawData, apply_recipe
     from dpcd.data.registry import get_entry
 
     with open(os.path.join(ROOT, "config", "paper", "dpgcd_aistats23.yaml")) as fh:
@@ -215,13 +225,14 @@ def _config_problem(experiment):
     entry = get_entry(source)
     if "generator" in entry:
         X, y, _, _ = generate(source)
-        assert spec["variant"] == "raw"
+        raw = RawData(X, y, entry["task"], [f"x{j}" for j in range(X.shape[1])])
     else:
-        if not os.path.isdir(os.path.join(SHARED, source)):
+        folder = (entry["files"][0].get("mirror") or [{"path": source + "/"}])[0]["path"]
+        if not os.path.isdir(os.path.join(SHARED, folder.split("/")[0])):
             pytest.skip("no data mirror")
-        raw = load_raw(entry, os.path.join(SHARED, source))
-        parts, _ = apply_recipe(raw, spec["variant"], source)
-        X, y = parts["train"]
+        raw = load_raw(entry, os.path.join(SHARED, folder.split("/")[0]))
+    parts, _ = apply_recipe(raw, spec["variant"], source)
+    X, y = parts["train"]
     problem = spec["problem"]
     datafit, penalty = make_problem(problem["loss"], problem["penalty"], problem["alpha"])
     return X, y, datafit, penalty

@@ -122,6 +122,13 @@ def test_dp_sgd_without_replacement():
 @pytest.mark.parametrize("sampling", ["poisson", "without_replacement"])
 def test_dp_scd_round_trip(variant, sampling):
     n, p, L, T = 3000, 20, 30, 200
+    if variant == "seq" and sampling == "poisson":
+        # Lemma 5 at the expected L does not bound Poisson batches: refused
+        # (test_seq_dp_scd_poisson_needs_max_batch_size covers L_max)
+        with pytest.raises(ValueError, match="max_batch_size"):
+            privacy.calibrate_dp_scd(n, p, L, 1.5, 1.0, 1e-5, iterations=T, variant=variant,
+                                     sampling=sampling, accountant="rdp")
+        return
     cal = privacy.calibrate_dp_scd(n, p, L, 1.5, 1.0, 1e-5, iterations=T, variant=variant,
                                    sampling=sampling, accountant="rdp")
     sens = privacy.dp_scd_sensitivity(1.5, L, variant, cal.ledger.neighbouring)

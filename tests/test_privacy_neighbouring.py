@@ -112,7 +112,11 @@ def test_dual_dp_scd_calibration_per_relation(relation):
 
 def test_seq_dp_scd_under_replace_one_samples_without_replacement():
     assert privacy.default_sampling("seq_dp_scd", "replace_one") == "without_replacement"
-    assert privacy.default_sampling("seq_dp_scd", "paper") == "poisson"
+    # the paper's own protocol (Poisson at the expected L) is not covered (issue 30
+    # item 1): exactly L records under "paper" too; the zero record needs Poisson
+    # batches at a stated L_max
+    assert privacy.default_sampling("seq_dp_scd", "paper") == "without_replacement"
+    assert privacy.default_sampling("seq_dp_scd", "replace_special") == "poisson"
     n, p, L, clip, delta = 4000, 10, 20, 1.0, 1e-5
     cal = privacy.calibrate_dp_scd(n, p, L, clip, 1.0, delta, iterations=200, variant="seq",
                                    sampling="without_replacement", relation="replace_one")

@@ -327,9 +327,11 @@ def test_noise_matches_ledger(variant):
         C, n, variant, "replace_one")
     kw = dict(clip=C, passes=1, batch_size=n, seed=5, variant=variant,
               sampling="without_replacement")
-    noisy = dp_scd(X, y, datafit, penalty, noise_scale=s, **kw)
+    noisy = dp_scd(X, y, datafit, penalty, noise_scale=s, return_dual=True, **kw)
     clean = dp_scd(X, y, datafit, penalty, noise_scale=0.0, **kw)
     assert noisy.extra["n_iter"] == cal.steps == 1
+    # alpha is internal state: a private run hands it back only when asked
+    assert "alpha" not in dp_scd(X, y, datafit, penalty, noise_scale=s, **kw).extra
     e = np.concatenate([noisy.extra["alpha"] - clean.extra["alpha"],
                         noisy.extra["v"] - clean.extra["v"]])
     # 700 draws: the sample std is within 10% of s (about 4 standard errors)
@@ -395,9 +397,7 @@ def test_poisson_batch_sizes_are_binomial():
 def test_iterations_match_calibration():
     n, p = 1000, 20
     for variant, L, passes in [("dual", 64, 3), ("seq", 7, 2.5), ("primal", 3, 4)]:
-        sampling = "none" if variant == "primal" else "poisson"
-        cal = calibrate_dp_scd(n, p, L, 1.0, 1.0, 1e-3, passes=passes, variant=variant,
-                               sampling=sampling)
+        cal = calibrate_dp_scd(n, p, L, 1.0, 1.0, 1e-3, passes=passes, variant=variant)
         assert scd_iterations(n, p, L, passes, variant) == cal.steps
 
 

@@ -499,8 +499,11 @@ _PARAMETERS_DOC = """
         (private greedy CD, [2]_), proximal DP-SGD
         with Poisson-sampled batches (the DP-CD paper's baseline), or DP-SCD
         [3]_: dual (Algorithm 1, Poisson batches of expected size
-        ``batch_size``), sequential (Algorithm 3) or primal (Algorithm 2,
-        ``batch_size`` coordinates per step); L2 penalty only.
+        ``batch_size``), sequential (Algorithm 3, exactly ``batch_size``
+        records drawn without replacement: Lemma 5's noise must bound the
+        batch drawn) or primal (Algorithm 2, ``batch_size`` coordinates per
+        step); L2 penalty only.  DP-SCD releases ``coef_`` (θ) only; its dual
+        variables are internal and not kept.
     epsilon : float, default=1.0
         Target ε > 0 of the whole fit (smoothness estimation included).
     delta : float, optional
@@ -539,8 +542,9 @@ _PARAMETERS_DOC = """
         privately with half of ``smoothness_fraction * epsilon``
         (:func:`dpcd.privacy.bounds.private_feature_bound`).
     batch_size : int, default=1
-        dp_sgd, dp_scd, seq_dp_scd: expected batch size L of the Poisson
-        sampling; primal_dp_scd: coordinates per step.
+        dp_sgd, dp_scd: expected batch size L of the Poisson sampling;
+        seq_dp_scd: records per batch (fixed); primal_dp_scd: coordinates per
+        step.
     rule : {"gs_r", "gs_s", "gs_q", "smooth"}, default="gs_r"
         dp_gcd: greedy rule, the proximal GS-r / GS-s / GS-q of [2]_
         Appendix C (GS-r in the paper's experiments) or Algorithm 1 of [2]_

@@ -386,7 +386,7 @@ def cmd_summary(args):
     table = compare(solo_times(table), published)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
     overhead = solve_overhead([read_json(path) for path in args.timings or []])
-    text = summary_markdown(table) + fresh_summary_markdown(table)
+    text = summary_markdown(table, published=published) + fresh_summary_markdown(table)
     if args.lambda_table:
         text += lambda_summary_markdown(pd.read_csv(args.lambda_table))
     ingests = [read_json(path)["ingest"] for path in args.ingests or []]

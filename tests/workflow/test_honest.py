@@ -87,7 +87,10 @@ def test_fresh_seeds_never_coincide_with_selection_seeds(honest):
     for experiment in ("exp_a", "exp_b", "exp_b_lam0"):
         selection = pd.concat([pd.read_parquet(p) for p in (results / "runs" / experiment).rglob("*.parquet")])
         fresh = pd.read_parquet(results / "fresh" / f"{experiment}.parquet")
-        assert fresh["seed"].nunique() == FRESH
+        # FRESH seeds per cell (experiment, solver, epsilon, passes), each cell its own
+        per_cell = fresh.groupby(["solver", "epsilon", "passes"])["seed"].unique()
+        assert all(len(seeds) == FRESH for seeds in per_cell)
+        assert fresh["seed"].nunique() == FRESH * len(per_cell)
         assert not set(fresh["seed"]) & set(selection["seed"])
         # exactly the selected configurations, every one of them
         table = pd.read_csv(results / "tables" / f"{experiment}.csv")

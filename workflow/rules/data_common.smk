@@ -19,7 +19,6 @@ DATA_GENERATED_SOURCES = (
     "mtp_standin",
     "sparse_binary",
     "sparse_lasso",
-    "square",
     "yearpredictionmsd_standin",
 )
 

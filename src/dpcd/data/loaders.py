@@ -206,6 +206,11 @@ def load_arff(entry, raw_dir):
         y = _binary_labels(entry, path, y_col.to_numpy())
     else:
         y = pd.to_numeric(y_col, errors="coerce").to_numpy(dtype=np.float64)
+    if entry.get("target_as_feature"):
+        # The label also as the last column, as a source's authors loaded it
+        # (madelon_with_class: DP-GCD's 501 madelon features, docs/method/dpgcd_problems.md).
+        X = np.column_stack([X, y])
+        names = names + [target]
     return RawData(X, y, entry["task"], names)
 
 

@@ -44,38 +44,45 @@ def sparse_lasso(n_samples=1000, n_features=1000, n_informative=10, noise=0.1, s
     return X, y, w_true
 
 
-def lognormal(n_samples=1000, n_features=100, sigma=1.0, noise=1.0, seed=0):
+LABEL_RULES = ("sign", "bernoulli", "median")
+
+
+def lognormal(n_samples=1000, n_features=100, sigma=1.0, noise=1.0, label_rule="sign",
+              seed=0):
     """``log1`` / ``log2`` data (DP-GCD §5), labels in {-1, +1}.
 
     Unit-variance normal columns; ``w_true`` log-normal with parameters
-    (0, ``sigma``) so it is quasi-sparse; ``y = sign(X w_true + noise * e)``
-    (the paper computes ``X w_true + e`` and fits a logistic model, so the
-    sign is the class).
+    (0, ``sigma``) so it is quasi-sparse; scores ``s = X w_true + noise * e``
+    (``e`` standard normal). The paper says only that "labels are computed as
+    y = X w_true + e" and fits a logistic model; ``label_rule`` says how the
+    scores become classes:
+
+    * ``"sign"``: ``y = sign(s)`` (``+1`` at 0);
+    * ``"bernoulli"``: ``y = +1`` with probability ``logistic(s)``, from one
+      uniform per sample drawn after ``e``;
+    * ``"median"``: ``y = +1`` where ``s`` is at least its median.
+
+    Returns
+    -------
+    X : ndarray, shape (n_samples, n_features)
+    y : ndarray, shape (n_samples,)
+    w_true : ndarray, shape (n_features,)
     """
     _check(n_samples, n_features)
+    if label_rule not in LABEL_RULES:
+        raise ValueError(f"label_rule must be one of {LABEL_RULES}, got {label_rule!r}")
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n_samples, n_features))
     w_true = rng.lognormal(mean=0.0, sigma=sigma, size=n_features)
     score = X @ w_true + noise * rng.standard_normal(n_samples)
-    y = np.where(score >= 0, 1.0, -1.0)
-    return X, y, w_true
-
-
-def sparse_lognormal(
-    n_samples=1000, n_features=1000, n_informative=10, sigma=1.0, noise=1.0, seed=0
-):
-    """``square`` data (DP-GCD §5): like log1 but ``w_true`` has 10 non-zeros.
-
-    The non-zero weights are log-normal (0, ``sigma``); labels are real,
-    ``y = X w_true + noise * e`` (least squares).
-    """
-    _check(n_samples, n_features, n_informative)
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n_samples, n_features))
-    w_true = np.zeros(n_features)
-    support = np.sort(rng.choice(n_features, size=n_informative, replace=False))
-    w_true[support] = rng.lognormal(mean=0.0, sigma=sigma, size=n_informative)
-    y = X @ w_true + noise * rng.standard_normal(n_samples)
+    if label_rule == "bernoulli":
+        # P(y = +1) = 1 / (1 + exp(-s)), written so that no exp overflows
+        positive = rng.random(n_samples) < 0.5 * (1.0 + np.tanh(0.5 * score))
+    elif label_rule == "median":
+        positive = score >= np.median(score)
+    else:
+        positive = score >= 0
+    y = np.where(positive, 1.0, -1.0)
     return X, y, w_true
 
 
@@ -169,7 +176,6 @@ GENERATORS = {
     "dense_gaussian": dense_gaussian,
     "sparse_lasso": sparse_lasso,
     "lognormal": lognormal,
-    "sparse_lognormal": sparse_lognormal,
 }
 
 
@@ -179,7 +185,7 @@ def generate(source, params=None):
     Parameters
     ----------
     source : str
-        Registry name (``sparse_lasso``, ``log1``, ``log2``, ``square``).
+        Registry name (``sparse_lasso``, ``log1``, ``log2``, ...).
     params : dict, optional
         Overrides of the entry's defaults (``n_samples``, ``seed``, ...).
 

@@ -20,6 +20,7 @@ from dpcd.privacy.calibrate import (
     check_sampling,
     default_sampling,
     dp_scd_sensitivity,
+    poisson_batch_tail,
     split_smoothness_budget,
     theorem_3_1_multiplier,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "dp_scd_sensitivity",
     "epsilon_of",
     "make_event",
+    "poisson_batch_tail",
     "estimate_smoothness",
     "private_smoothness",
     "secure",

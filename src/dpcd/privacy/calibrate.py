@@ -45,8 +45,11 @@ Sensitivities per solver and relation (ℓ2 unless stated):
   replace-one as well as for the zero record.  It bounds the change of the
   whole batch's (sequential) update, not one record's contribution around 0,
   so the Poisson replace-one pair of PLD does not apply to seqDP-SCD: seq
-  runs replace-one without replacement, replace-special with Poisson.
-  Primal (every record, q = 1) is replace-one only (public N).
+  runs replace-one without replacement, replace-special with Poisson (at a
+  stated L_max: L is then the largest batch that can hold the differing
+  record, the tail charged to δ).  Primal (every record, q = 1) is
+  replace-one only (public N).
+* DP-SCD releases θ = v/(λN) only (α internal): docs/method/dp_scd_release.md.
 """
 
 from __future__ import annotations
@@ -154,17 +157,18 @@ def check_neighbouring(solver: str, relation, samplings=None) -> None:
 
 # The record sampling each private solver performs unless configured otherwise.
 PRIVATE_SAMPLING = {"dp_cd": "none", "dp_cd_p": "none", "dp_gcd": "none", "dp_sgd": "poisson",
-                    "dp_scd": "poisson", "seq_dp_scd": "poisson", "primal_dp_scd": "none"}
+                    "dp_scd": "poisson", "seq_dp_scd": "without_replacement",
+                    "primal_dp_scd": "none"}
 
 
 def default_sampling(solver: str, relation) -> str:
     """The record sampling ``solver`` performs under the ``neighbouring``
-    setting ``relation`` unless configured otherwise: seqDP-SCD samples
-    fixed-size batches without replacement under replace-one (the only
-    sampling its Lemma 5 is accounted for there) and Poisson batches
-    otherwise (the paper's); every other solver as :data:`PRIVATE_SAMPLING`."""
-    if solver == "seq_dp_scd" and relation == "replace_one":
-        return "without_replacement"
+    setting ``relation`` unless configured otherwise (:data:`PRIVATE_SAMPLING`):
+    seqDP-SCD samples exactly L records without replacement (Lemma 5 at L,
+    replace-one), except under ``replace_special``, which it meets only with
+    Poisson batches at a stated L_max (``max_batch_size``)."""
+    if solver == "seq_dp_scd" and relation == "replace_special":
+        return "poisson"
     return PRIVATE_SAMPLING[solver]
 
 
@@ -426,7 +430,7 @@ def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="pois
                        sampling=sampling, sampling_rate=q)
 
 
-def _sampled_mechanism(name, spec, relation, z, sens, steps, sampling, q, note):
+def _sampled_mechanism(name, spec, relation, z, sens, steps, sampling, q, note, released=""):
     """The ledger line of a sampled Gaussian release: noise std z·unit·``sens``
     (:func:`dpcd.privacy.accounting.sensitivity_unit`), its multiplier over
     the sensitivity, and, when the two differ, the accounted event's z."""
@@ -438,18 +442,23 @@ def _sampled_mechanism(name, spec, relation, z, sens, steps, sampling, q, note):
                  f"to one record's contribution ({unit:g} x the sensitivity)")
     return Mechanism(name=name, kind="gaussian", sensitivity=sens, sensitivity_norm="l2",
                      noise_multiplier=z * unit, noise_scale=z * unit * sens, count=steps,
-                     sampling=sampling, sampling_rate=q, relation=relation, note=note)
+                     sampling=sampling, sampling_rate=q, relation=relation, note=note,
+                     released=released)
 
 
 # ---------------------------------------------------------------- DP-SCD
 SCD_VARIANTS = ("dual", "seq", "primal")
+# With max_batch_size="auto": the smallest L_max whose tail probability is at
+# most this share of delta.
+SCD_TAIL_SHARE = 0.01
 
 
 def dp_scd_sensitivity(clip: float, batch_size: int, variant: str, relation: str) -> float:
     """ℓ2 sensitivity of one DP-SCD mini-batch update (Lemmas 1, 4, 5).
 
     ``dual``: √2·C for the zero record (``replace_special``), 2√2·C under
-    ``replace_one``.  ``seq``/``primal``: 2·C·√(L(L+1)) under both.
+    ``replace_one``.  ``seq``/``primal``: 2·C·√(L(L+1)) under both, with L
+    the number of records (seq) or coordinates (primal) the batch holds.
     """
     check_choice(variant, "variant", SCD_VARIANTS)
     if variant == "dual":
@@ -457,10 +466,47 @@ def dp_scd_sensitivity(clip: float, batch_size: int, variant: str, relation: str
     return 2.0 * clip * math.sqrt(batch_size * (batch_size + 1.0))
 
 
+def poisson_batch_tail(n: int, batch_size: int, steps: int, max_batch_size: int) -> float:
+    """Probability bound that some Poisson batch holds L_max others besides a record.
+
+    ``steps · P(Binomial(n − 1, L/n) ≥ L_max)`` (union bound): outside this
+    event every batch that holds a given record holds at most L_max records,
+    so Lemma 5 with L_max bounds each seqDP-SCD step
+    (docs/method/dp_scd_release.md, section 4).
+    """
+    from scipy import stats
+
+    tail = float(stats.binom.sf(max_batch_size - 1, n - 1, batch_size / n))
+    return min(1.0, steps * tail)
+
+
+def _max_batch_size(max_batch_size, n, batch_size, steps, delta):
+    """L_max as an int in [L, n], ``"auto"`` resolved (see :func:`calibrate_dp_scd`)."""
+    if max_batch_size == "auto":
+        target = SCD_TAIL_SHARE * delta
+        lo, hi = batch_size, n  # the tail is 0 at n: P(Bin(n - 1) >= n) = 0
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if poisson_batch_tail(n, batch_size, steps, mid) <= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+    max_batch_size = check_positive_int(max_batch_size, "max_batch_size")
+    if not batch_size <= max_batch_size <= n:
+        raise ValueError(f"max_batch_size must be in [batch_size, n] = [{batch_size}, {n}], "
+                         f"got {max_batch_size}")
+    return max_batch_size
+
+
 def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, passes=None,
                      variant="dual", sampling=None, accountant="auto",
-                     relation=None) -> Calibration:
+                     relation=None, max_batch_size=None) -> Calibration:
     """Calibrate DP-SCD (Damaskinos et al. 2021) and its seq/primal variants.
+
+    The released quantity is θ = v/(λN) (``released: theta`` in the ledger);
+    the noise is calibrated on the [α_B; v] (or [θ_B; v]) update as in the
+    paper, with α (or v) internal state: see docs/method/dp_scd_release.md.
 
     Parameters
     ----------
@@ -475,37 +521,67 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
         ceil(passes·p/L) (primal).  Exactly one must be given.
     variant : {"dual", "seq", "primal"}
     sampling : {"poisson", "without_replacement", "none"}, optional
-        The sampling of records the solver performs.  Dual/seq default to
-        ``"poisson"`` (zero-record relation, as in the paper; RDP or PLD);
-        ``"without_replacement"`` is accounted under replace-one (RDP only).
-        Primal touches all records every step (q = 1): ``"none"`` only.
+        The sampling of records the solver performs (default
+        :func:`default_sampling`: dual Poisson; seq exactly L records without
+        replacement, or Poisson under ``replace_special``, which needs
+        ``max_batch_size``).  ``"poisson"``: the zero record (the paper's) or,
+        dual only, replace-one through PLD; ``"without_replacement"``:
+        replace-one, RDP only.  Primal touches all records every step (q = 1):
+        ``"none"`` only.
     relation : {"replace_one", "replace_special", "paper"}, optional
         None or ``"paper"``: the zero record with Poisson sampling, replace-one
         otherwise.  Dual with Poisson also runs under ``"replace_one"``
         (PLD); the rest is refused (see the module docstring).
+    max_batch_size : int or "auto", optional
+        seqDP-SCD with Poisson batches only, and required there: L_max.  The
+        noise follows Lemma 5 at L_max, and the probability that some batch
+        holding the differing record holds more than L_max records
+        (:func:`poisson_batch_tail`) is charged to δ (a budget line
+        ``batch_size_tail``).  ``"auto"``: the smallest L_max whose tail is
+        at most 1 % of δ.
 
     Returns
     -------
     Calibration
         ``noise_scales`` is the std of the Gaussian noise added to every
-        entry of the concatenated [α; v] (or [θ; v]) update.
+        entry of the concatenated [α_B; v] (or [θ_B; v]) update.
+
+    Raises
+    ------
+    ValueError
+        Among others, for seqDP-SCD with Poisson batches and no
+        ``max_batch_size``: Lemma 5's noise at the expected L does not bound
+        the batches Poisson sampling draws (b > L about half the time).
     """
     n, epsilon, delta, accountant = _common(n, epsilon, delta, accountant)
     check_choice(variant, "variant", SCD_VARIANTS)
     p = check_positive_int(p, "p")
     clip = float(check_clip(clip))
+    algorithm = {"dual": "dp_scd", "seq": "seq_dp_scd", "primal": "primal_dp_scd"}[variant]
+    if sampling is None:
+        sampling = "none" if variant == "primal" else default_sampling(algorithm, relation)
     if variant == "primal":
         batch_size = check_positive_int(batch_size, "batch_size")
         if batch_size > p:
             raise ValueError(f"batch_size must be <= p = {p} for primal DP-SCD, got {batch_size}")
-        sampling = "none" if sampling is None else sampling
         if sampling != "none":
             raise ValueError("sampling: primal DP-SCD uses every record each step (q = 1); "
                              "sampling must be 'none'")
     else:
         batch_size = check_batch_size(batch_size, n)
-        sampling = "poisson" if sampling is None else sampling
         check_choice(sampling, "sampling", SAMPLINGS)
+    relation = resolve_relation(relation, algorithm, sampling)
+    if max_batch_size is not None and not (variant == "seq" and sampling == "poisson"):
+        raise ValueError("max_batch_size: only seqDP-SCD with Poisson batches has one (the "
+                         f"other samplings and variants do not depend on it); got {variant} "
+                         f"with sampling={sampling!r}")
+    if variant == "seq" and sampling == "poisson" and max_batch_size is None:
+        raise ValueError(
+            "sampling: seqDP-SCD with Poisson batches is not covered without max_batch_size: "
+            "Lemma 5's sensitivity 2C·sqrt(L(L+1)) grows with the batch actually drawn "
+            "(Binomial(n, L/n), above L about half the time); use "
+            "sampling='without_replacement' (exactly L records) or state "
+            "max_batch_size (an int or 'auto')")
     if (iterations is None) == (passes is None):
         raise ValueError("iterations: give exactly one of iterations or passes")
     if iterations is not None:
@@ -513,23 +589,37 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     else:
         size = p if variant == "primal" else n
         steps = int(math.ceil(check_passes(passes) * size / batch_size))
-    algorithm = {"dual": "dp_scd", "seq": "seq_dp_scd", "primal": "primal_dp_scd"}[variant]
-    relation = resolve_relation(relation, algorithm, sampling)
     if sampling == "none":
         spec, q = ("gaussian", steps), 1.0
     else:
         spec, q = _sampled_spec(n, batch_size, steps, sampling), batch_size / n
+    sens_batch, tail, extra = batch_size, 0.0, {}
+    if max_batch_size is not None:
+        sens_batch = _max_batch_size(max_batch_size, n, batch_size, steps, delta)
+        tail = poisson_batch_tail(n, batch_size, steps, sens_batch)
+        if not tail < delta:
+            raise ValueError(f"max_batch_size: L_max = {sens_batch} leaves a tail probability "
+                             f"{tail:.3g} >= delta = {delta}; raise it")
+        extra = {"max_batch_size": sens_batch, "delta_tail": tail}
     spec = _accounted_spec(spec, epsilon, relation)
-    z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
-    sens = dp_scd_sensitivity(clip, batch_size, variant, relation)
+    z, achieved, used = _sampled_calibration(spec, epsilon, delta - tail, accountant, relation)
+    sens = dp_scd_sensitivity(clip, sens_batch, variant, relation)
     lemma = {"dual": "Lemma 1", "seq": "Lemma 5", "primal": "Lemma 4"}[variant]
+    note = f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}"
+    if max_batch_size is not None:
+        note += f", L_max={sens_batch} (tail {tail:.3g} charged to delta)"
+    if variant == "dual" and sampling == "without_replacement":
+        note += ("; theta released with alpha internal: the reduction to this accounting "
+                 "is not established (docs/method/dp_scd_release.md, section 6)")
     mech = _sampled_mechanism("minibatch_update", spec, relation, z, sens, steps, sampling, q,
-                              f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}")
+                              note, released="theta")
+    budget = [_budget_line("optimisation", used, epsilon, achieved, delta - tail, spec, z)]
+    if max_batch_size is not None:
+        budget.append(BudgetLine(group="batch_size_tail", accountant="binomial_tail",
+                                 epsilon_target=0.0, epsilon_achieved=0.0, delta=tail))
     ledger = Ledger(algorithm=algorithm, neighbouring=relation, accountant=used,
                     epsilon_target=epsilon, epsilon_achieved=achieved, delta=delta,
-                    mechanisms=[mech],
-                    budget=[_budget_line("optimisation", used, epsilon, achieved, delta, spec, z)])
+                    mechanisms=[mech], budget=budget)
     return Calibration(noise_multiplier=mech.noise_multiplier, noise_scales=mech.noise_scale,
                        ledger=ledger, epsilon_achieved=achieved, steps=steps,
-                       sampling=sampling, sampling_rate=q)
-
+                       sampling=sampling, sampling_rate=q, extra=extra)

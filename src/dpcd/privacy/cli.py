@@ -35,6 +35,8 @@ def register(subparsers):
                         help="fraction of epsilon for private smoothness (dp_cd_p)")
     parser.add_argument("--sampling", choices=("poisson", "without_replacement"), default=None,
                         help="record sampling of dp_sgd / dp_scd / seq_dp_scd")
+    parser.add_argument("--max-batch-size", default=None,
+                        help="seq_dp_scd with Poisson batches: L_max (an int or 'auto')")
     parser.add_argument("--accountant", choices=("auto", "rdp", "pld", "paper"), default="auto")
     parser.add_argument("--neighbouring", default="paper",
                         choices=("replace_one", "add_or_remove_one", "replace_special", "paper"),
@@ -85,11 +87,15 @@ def calibrate_from_args(args):
             sampling=args.sampling or "poisson", accountant=args.accountant,
             relation=args.neighbouring)
     variant = {"dp_scd": "dual", "seq_dp_scd": "seq", "primal_dp_scd": "primal"}[alg]
+    max_batch = args.max_batch_size
+    if max_batch not in (None, "auto"):
+        max_batch = int(max_batch)
     return privacy.calibrate_dp_scd(
         args.n, _require(args.p, "p", alg), _require(args.batch_size, "batch-size", alg),
         args.clip, args.epsilon, args.delta, iterations=args.iterations, passes=args.passes,
         variant=variant, sampling=args.sampling, accountant=args.accountant,
-        relation=args.neighbouring)
+        relation=args.neighbouring,
+        max_batch_size=max_batch)
 
 
 def _jsonable(x):

@@ -91,6 +91,12 @@ class Mechanism:
         Budget line this mechanism is charged to (see :class:`Ledger`).
     note : str
         Anything needed to reread the line (e.g. which theorem).
+    released : str
+        What the run makes public when that differs from what the noise is
+        calibrated on, e.g. ``"theta"`` for DP-SCD (noise on [α_B; v], only
+        θ = v/(λN) released; docs/method/dp_scd_release.md).  Empty: the
+        noisy quantity itself (ledgers written before this field read back
+        with it empty).
     """
 
     name: str
@@ -105,6 +111,7 @@ class Mechanism:
     relation: str = "replace_one"
     group: str = "optimisation"
     note: str = ""
+    released: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-serialisable form."""
@@ -321,6 +328,8 @@ class Ledger:
             out[pre + "count"] = str(m.count)
             out[pre + "sampling"] = m.sampling
             out[pre + "sampling_rate"] = _summary(float(m.sampling_rate))
+            if m.released:
+                out[pre + "released"] = m.released
         for b in self.budget[:4]:
             out[f"privacy.budget.{b.group}.accountant"] = b.accountant
         return out

@@ -108,8 +108,16 @@ def best_per_solver(table):
     return table.loc[index].reset_index(drop=True)
 
 
-def _published_row(table, experiment, solver):
-    """The published cell of (experiment, solver), wherever its passes are."""
+def _published_row(table, experiment, solver, published=None):
+    """The published cell of (experiment, solver), wherever its passes are: from
+    ``published`` (:func:`read_published`) when given, so that a cell whose
+    passes our grid lacks (the quick configs') still has its published value,
+    else from the ``paper_*`` columns :func:`compare` joined."""
+    if published is not None:
+        rows = published[(published["experiment"] == experiment)
+                         & (published["solver"] == solver)]
+        rows = rows.rename(columns={v: f"paper_{v}" for v in VALUES + EXTRA})
+        return None if rows.empty else rows.iloc[0]
     if "paper_rel_error_mean" not in table:
         return None
     rows = table[(table["experiment"] == experiment) & (table["solver"] == solver)]
@@ -118,37 +126,50 @@ def _published_row(table, experiment, solver):
     return None if rows.empty else rows.iloc[0]
 
 
-def support_markdown(table):
+def _ratio(ours, paper):
+    """``ours / paper`` as text, ``!`` after it when more than 2x away either way."""
+    if pd.isna(ours) or pd.isna(paper) or paper == 0:
+        return ""
+    ratio = ours / paper
+    return f"{ratio:.2g}" + (" !" if ratio > 2 or ratio < 0.5 else "")
+
+
+def support_markdown(table, published=None):
     """DP-GCD Table 3: coordinates correctly / incorrectly non-zero and the
-    relative gap of each solver's best configuration, published in parentheses."""
+    relative gap of each solver's best configuration, the published cell
+    beside it and the ratio of the gaps (ours / published, ``!`` beyond 2x)."""
     if "nnz_correct" not in table or table["nnz_correct"].isna().all():
         return ""
     best = best_per_solver(table)
     best = best[best["nnz_correct"].notna()]
-    lines = ["| experiment | solver | correct / incorrect (rel. gap) | published |", "|---|---|---|---|"]
+    lines = ["| experiment | solver | correct / incorrect (rel. gap) | published | gap ratio |",
+             "|---|---|---|---|---|"]
     for row in best.itertuples():
-        paper = _published_row(table, row.experiment, row.solver)
-        cell = ""
+        paper = _published_row(table, row.experiment, row.solver, published)
+        cell, ratio = "", ""
         if paper is not None and not pd.isna(paper.get("paper_nnz_correct", np.nan)):
             cell = (f"{paper['paper_nnz_correct']:g} / {paper['paper_nnz_incorrect']:g} "
                     f"({paper['paper_rel_error_mean']:.2g})")
+            ratio = _ratio(row.rel_error_mean, paper["paper_rel_error_mean"])
         lines.append(
             f"| {row.experiment} | {row.solver} | {row.nnz_correct:.3g} / "
-            f"{row.nnz_incorrect:.3g} ({row.rel_error_mean:.2g}) | {cell} |"
+            f"{row.nnz_incorrect:.3g} ({row.rel_error_mean:.2g}) | {cell} | {ratio} |"
         )
     return "\n".join(lines)
 
 
-def hyperparameters_markdown(table):
+def hyperparameters_markdown(table, published=None):
     """DP-GCD Table 4: each solver's selected passes, clipping threshold and
-    step size, published in parentheses."""
+    step size, published in parentheses, then the ratios ours / published
+    (``!`` beyond 2x)."""
     if not {"step", "clip"} <= set(table):
         return ""
     best = best_per_solver(table)
-    lines = ["| experiment | solver | passes | clip | step |", "|---|---|---|---|---|"]
+    lines = ["| experiment | solver | passes | clip | step | ratios passes / clip / step |",
+             "|---|---|---|---|---|---|"]
     for row in best.itertuples():
-        paper = _published_row(table, row.experiment, row.solver)
-        cells = []
+        paper = _published_row(table, row.experiment, row.solver, published)
+        cells, ratios = [], []
         for name, value in (("passes", row.passes), ("clip", row.clip), ("step", row.step)):
             cell = "" if pd.isna(value) else f"{value:.3g}"
             ref = None if paper is None else (paper["passes"] if name == "passes" else paper.get(f"paper_{name}"))
@@ -156,8 +177,10 @@ def hyperparameters_markdown(table):
                 ref = None
             if ref is not None and not pd.isna(ref):
                 cell += f" ({ref:.3g})"
+                ratios.append(_ratio(value, ref))
             cells.append(cell)
-        lines.append(f"| {row.experiment} | {row.solver} | " + " | ".join(cells) + " |")
+        lines.append(f"| {row.experiment} | {row.solver} | " + " | ".join(cells)
+                     + f" | {' / '.join(ratios)} |")
     return "\n".join(lines)
 
 
@@ -182,8 +205,10 @@ def _time_source(table):
             "configurations of a seed")
 
 
-def summary_markdown(table, factor=2.0):
-    """Tables 2 and 3 across experiments, the solver comparison and the flagged cells."""
+def summary_markdown(table, factor=2.0, published=None):
+    """Tables 2 and 3 across experiments, the solver comparison and the flagged
+    cells; ``published`` (:func:`read_published`) gives DP-GCD Tables 3 and 4
+    their published cells whatever passes our grid ran."""
     with_paper = "paper_rel_error_mean" in table
     paper_note = " Published values in parentheses." if with_paper else ""
     parts = [
@@ -235,7 +260,7 @@ def summary_markdown(table, factor=2.0):
                 ratio.reset_index().to_markdown(index=False, floatfmt=".3g"),
                 "",
             ]
-    support = support_markdown(table)
+    support = support_markdown(table, published)
     if support:
         parts += [
             "## Support recovery (DP-GCD Table 3)",
@@ -248,7 +273,7 @@ def summary_markdown(table, factor=2.0):
             support,
             "",
         ]
-    hyper = hyperparameters_markdown(table)
+    hyper = hyperparameters_markdown(table, published)
     if hyper:
         parts += [
             "## Selected hyperparameters (DP-GCD Table 4)",

@@ -42,22 +42,28 @@ Sampling = accounting
 ---------------------
 ``sampling="poisson"`` includes every record independently with probability
 ``q = L/N`` in each iteration (batch size ~ Binomial(N, q)), the sampling
-``dpcd.privacy.calibrate_dp_scd`` accounts by default; ``"without_replacement"``
-draws exactly L distinct records (partial Fisher–Yates).  The authors' code
-shuffles once per epoch and takes consecutive lots while accounting as
-Poisson: dpcd does not.  In ``G*_j`` (Equation 8) the factor L is the size of
-the batch actually drawn (the safe aggregation parameter of Ma et al. 2015:
-with a Poisson batch larger than L, the expected L would not be safe); the
-batch size is independent of the data, so this costs no privacy.
+``dpcd.privacy.calibrate_dp_scd`` accounts by default for the dual kernel;
+``"without_replacement"`` draws exactly L distinct records (partial
+Fisher–Yates), the default for seqDP-SCD.  The authors' code shuffles once per
+epoch and takes consecutive lots while accounting as Poisson: dpcd does not.
+In ``G*_j`` (Equation 8) the aggregation parameter ``σ'`` is the paper's L,
+whatever the size of the batch drawn: the privacy argument for Poisson batches
+needs every update of a batch to be the same whether or not a (zero) record
+was also sampled, and ``σ' = |B|`` would break that (with fixed-size batches
+``|B| = L`` and nothing changes).  Batches larger than L are rarely drawn
+(|B| ≈ L ± √L) and each ζ is bounded by C.
 
-Caveat (not resolved here, reported to the lead): Algorithm 1 adds noise to
-``α_j`` for ``j ∈ B`` only, so a released intermediate ``α`` shows which
-records were sampled; the paper's threat model releases [α; v] at every
-iteration, and with the batch visible the Poisson amplification the
-calibration uses does not apply to that release (the privacy loss of a
-sampled record is the unamplified Gaussian one, with probability q).  The
-final θ is a function of ``v`` only; the kernels implement Algorithm 1 as
-printed, and the ledger records the paper's accounting.
+Release model
+-------------
+What dpcd releases is ``θ = v/(λN)`` (and the objective of the θ at the
+checkpoints), never ``α``: Algorithm 1 adds noise to ``α_j`` for ``j ∈ B``
+only, so ``α`` would show which records were sampled.  Why the θ-sequence
+meets the Poisson-subsampled Gaussian accounting with ``α`` as internal state
+is proved in ``docs/method/dp_scd_release.md`` (dual with Poisson batches;
+seqDP-SCD with Poisson batches at a stated L_max; fixed-size batches are not
+covered by that argument, section 6 there); every DP-SCD ledger says
+``released: theta``.  Private runs therefore return no ``α`` (only
+``return_dual=True``, for tests and audits, hands it back).
 
 Randomness is drawn inside the kernels from two numpy Generators (sampling,
 noise) spawned from the run's seed; same seed, same result bit for bit.
@@ -296,7 +302,10 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
         batch_sizes[t] = b
         # ---- Steps 6-11, one read of each row: ζ_i from the dot with v, then
         # the row's contribution to Δv (independent) or to v (sequential)
-        sigma_p = 1.0 if sequential else float(max(b, 1))
+        # σ' of Equation 8: L itself, never the drawn |B| (see "Sampling =
+        # accounting" in the module docstring: with |B| here a zero record's
+        # inclusion would move every other update of its batch)
+        sigma_p = 1.0 if sequential else float(batch_size)
         for k in range(b):
             i = idx[k]
             if k + _AHEAD < b:
@@ -455,7 +464,7 @@ def _check_norms(X, axis, what):
 
 
 def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, seed,
-           variant="dual", sampling="poisson", check_input=True):
+           variant="dual", sampling="poisson", check_input=True, return_dual=False):
     """Differentially private stochastic coordinate descent (dual, seq or primal).
 
     Solves ``min_θ f(θ) + (alpha/2)‖θ‖²`` for dpcd's squares, logistic or
@@ -492,13 +501,19 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         for.  Primal uses every record each step: ``"none"`` only.
     check_input : bool, default=True
         Scan X for NaN/inf and check y.
+    return_dual : bool, default=False
+        Also return the dual variables ``α`` of a private run (dual, seq).
+        They are internal state: the ledger covers θ only (α is noised on the
+        sampled records only, so it shows the batches; see the module
+        docstring).  For tests and audits; never release them.
 
     Returns
     -------
     result : SolverResult
         ``w`` is ``θ = v/(λN)`` (dual, seq) or ``θ`` (primal); ``objective``
         is dpcd's objective of that θ at ``pass_checkpoints(passes)``.
-        ``extra``: ``alpha`` (dual variables, dual/seq), ``v``,
+        ``extra``: ``alpha`` (dual variables, dual/seq; non-private runs or
+        ``return_dual=True`` only), ``v``,
         ``batch_sizes`` (records per iteration), ``n_iter``, ``lam`` (the
         paper's λ), ``variant``, ``sampling``.  ``time`` covers sampling, noise
         and updates (JIT excluded).
@@ -593,7 +608,9 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
                      batch_sizes, row_norm2, w, ckpts, obj)
         elapsed = time.perf_counter() - t0
         w = v / (lam * n)
-        extra = {"alpha": alpha, "v": v}
+        extra = {"v": v}
+        if noise_scale == 0 or return_dual:
+            extra["alpha"] = alpha
     extra.update({"batch_sizes": batch_sizes, "n_iter": n_iter, "lam": lam,
                   "variant": variant, "sampling": sampling})
     return SolverResult(w=w, objective=obj, n_updates=n_iter, time=elapsed, extra=extra,

@@ -139,6 +139,19 @@ def _prox_update(w, v, step, penalty_code, penalty_params, batch_size):
             w[j] = (max(x - shrink, 0.0) + min(x + shrink, 0.0)) / divide
 
 
+@njit(inline="always", error_model="numpy")
+def _prox_update_sum(w, g, scale, noise, step, penalty_code, penalty_params, batch_size):
+    """:func:`_prox_update` of ``v = g + scale * noise`` (``g`` None: ``v = scale *
+    noise``) in one pass: the same operations, so the same bits, without
+    writing ``v`` and reading it back (three passes over the iterate's length
+    were most of a step on wide data)."""
+    shrink, divide = _prox_form(penalty_code, penalty_params, step)
+    plain = batch_size == 1.0 and divide == 1.0
+    for j in range(w.shape[0]):
+        v = scale * noise[j] if g is None else g[j] + scale * noise[j]
+        w[j] = _prox_step(w[j], v, step, shrink, divide, batch_size, plain)
+
+
 # selected samples drawn (and their rows prefetched) ahead of use; a power of 2
 _AHEAD = 8
 
@@ -254,7 +267,8 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
     noise_buf : array, shape (even,)
         Work buffer of the noise stream.
     grad : array, shape (K, n_features)
-        Work buffer (clipped sums, then noisy gradients).
+        Work buffer of the clipped sums; all zero on entry (the sparse path
+        keeps it zero off the rows it touches).
     noise : array, shape (n_features,)
         Work buffer.
     inclusions : array, shape (n_samples,)
@@ -268,6 +282,7 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
     """
     n_samples = y.shape[0]
     n_features = W.shape[1]
+    rows = np.empty(n_samples, dtype=np.int64)  # the rows of a step's batch
     full, lam, ahead, last, head, pos = _first_trials(sparse, X, y, row_norms, inclusions, q,
                                                       rng_sample)
     c = 0
@@ -284,11 +299,8 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
         if pos >= first + n_samples:
             # an empty batch (a third of the steps at b = 1): the noise alone
             for k in range(active):
-                scale = noise_scales[k]
-                v = grad[k]
-                for j in range(n_features):
-                    v[j] = scale * noise[j]
-                _prox_update(W[k], v, steps[k], penalty_code, penalty_params, batch_size)
+                _prox_update_sum(W[k], None, noise_scales[k], noise, steps[k], penalty_code,
+                                 penalty_params, batch_size)
         elif one:
             # one sample (most non-empty batches at b = 1): its clipped gradient
             # goes straight into the update. The same bits as a sum started at 0:
@@ -304,13 +316,20 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
                     v[j] = d * X[i, j] + scale * noise[j]
                 _prox_update(w, v, steps[k], penalty_code, penalty_params, batch_size)
         else:
-            for k in range(active):
-                for j in range(n_features):
-                    grad[k, j] = 0.0
+            # Sparse: grad is zero off the rows of the batch (it starts zero and
+            # those entries are zeroed again after the update): O(nnz), not
+            # O(n_features), to clear it
+            if not sparse:
+                for k in range(active):
+                    for j in range(n_features):
+                        grad[k, j] = 0.0
             # sum of clipped per-sample gradients: O(|B| n_features K)
+            n_rows = 0
             while pos < first + n_samples:
                 i = pos - first
                 inclusions[i] += 1
+                rows[n_rows] = i
+                n_rows += 1
                 for k in range(active):
                     w, g = W[k], grad[k]
                     pred = _predict(sparse, X, data, indices, indptr, i, w)
@@ -323,12 +342,17 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
                             g[j] += d * X[i, j]
                 last, head, pos = _advance(sparse, X, y, row_norms, inclusions, full, lam,
                                            rng_sample, ahead, head, last)
-            # the sum plus N(0, sigma^2 I): O(n_features K)
+            # the sum plus N(0, sigma^2 I), then the prox: O(n_features K)
             for k in range(active):
-                scale, g = noise_scales[k], grad[k]
-                for j in range(n_features):
-                    g[j] = g[j] + scale * noise[j]
-                _prox_update(W[k], g, steps[k], penalty_code, penalty_params, batch_size)
+                _prox_update_sum(W[k], grad[k], noise_scales[k], noise, steps[k],
+                                 penalty_code, penalty_params, batch_size)
+            if sparse:
+                for r in range(n_rows):
+                    i = rows[r]
+                    for k in range(active):
+                        g = grad[k]
+                        for s in range(indptr[i], indptr[i + 1]):
+                            g[indices[s]] = 0.0
         if one:
             last, head, pos = _advance(sparse, X, y, row_norms, inclusions, full, lam,
                                        rng_sample, ahead, head, last)

@@ -187,9 +187,9 @@ def run_dp_gcd(problem, config, seed, budget, private_smoothness=None):
     return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
 # ---------------------------------------------------------------- DP-SCD
 # Damaskinos et al. 2021.  Config keys: passes (epochs), clip (C),
-# batch_size (L), sampling (optional: "poisson", the default the paper
-# accounts for, or "without_replacement", seqDP-SCD's default under
-# replace-one; primal uses every record: "none").
+# batch_size (L), sampling (optional: "poisson" or "without_replacement",
+# default per solver and relation: privacy.default_sampling; primal uses every
+# record: "none"), max_batch_size (seqDP-SCD with Poisson batches: L_max or "auto").
 def _scd_sampling(config, variant, budget):
     if variant == "primal":
         return "none"
@@ -203,6 +203,7 @@ def _calibrate_scd(problem, config, budget, variant):
         budget.epsilon, budget.delta, passes=config["passes"], variant=variant,
         sampling=_scd_sampling(config, variant, budget), accountant=budget.accountant,
         relation=budget.neighbouring,
+        max_batch_size=config.get("max_batch_size"),
     )
 
 
