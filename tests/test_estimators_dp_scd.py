@@ -69,9 +69,10 @@ def test_large_epsilon_matches_sklearn_on_unit_rows(data, solver):
     # is small; alpha means the same for the primal (fitted on rows / sqrt(n))
     alpha = 0.4
     Xu = _unit(X)
+    # alpha on scikit-learn's scale: Ridge(alpha=a) is alpha = a / n
     kw = dict(solver=solver, epsilon=1e5, clip=2.0 if not primal else 20.0, penalty="l2",
-              alpha=alpha, batch_size=1 if primal else 100, passes=10 if primal else 30,
-              random_state=0)
+              alpha=alpha / 2, batch_size=1 if primal else 100, passes=10 if primal else 30,
+              fit_intercept=False, random_state=0)
     if not primal:
         # the paper's zero-record relation: at epsilon = 1e5 (beyond PLD's range)
         # replace-one Poisson batches are accounted without amplification
@@ -84,7 +85,7 @@ def test_large_epsilon_matches_sklearn_on_unit_rows(data, solver):
         assert np.corrcoef(reg.predict(X), ref.predict(Xu))[0, 1] > 0.9
     else:
         np.testing.assert_allclose(reg.predict(X), ref.predict(Xu), atol=0.1)
-    clf = DPCoordinateDescentClassifier(**{**kw, "alpha": alpha / 2}).fit(X, labels)
+    clf = DPCoordinateDescentClassifier(**kw).fit(X, labels)
     ref = LogisticRegression(C=2 / (alpha * n), fit_intercept=False).fit(Xu, labels)
     # dual: agreement 0.948-0.978 over random_state 0-4 (0.90-0.93 under
     # replace-one, accounted without amplification at this epsilon)
@@ -119,7 +120,7 @@ def test_hinge_classifier(data):
     X, _, labels = data
     clf = DPCoordinateDescentClassifier(solver="dp_scd", loss="hinge", epsilon=1e5,
                                         clip=2.0, batch_size=100, passes=30, alpha=0.2,
-                                        random_state=0).fit(X, labels)
+                                        fit_intercept=False, random_state=0).fit(X, labels)
     assert clf.score(X, labels) > 0.95
     assert not hasattr(clf, "predict_proba")
     with pytest.raises(ValueError, match="hinge.*not smooth"):
@@ -147,8 +148,9 @@ def test_rows_above_unit_norm_refused_without_normalisation(data):
                                      batch_size=10).fit(X, y)
     Xu = _unit(X)
     a = DPCoordinateDescentRegressor(solver="dp_scd", penalty="l2", normalize_rows=False,
-                                     batch_size=10, random_state=3).fit(Xu, y)
+                                     batch_size=10, fit_intercept=False,
+                                     random_state=3).fit(Xu, y)
     b = DPCoordinateDescentRegressor(solver="dp_scd", penalty="l2", batch_size=10,
-                                     random_state=3).fit(X, y)
+                                     fit_intercept=False, random_state=3).fit(X, y)
     # unit rows in, same fit either way (up to the rounding of the normalisation)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-9)

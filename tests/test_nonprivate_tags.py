@@ -94,18 +94,15 @@ def test_dp_cd_p_accepts_an_all_zero_column(bound):
     X = rng.uniform(-1, 1, (200, 4))
     y = X @ np.array([1.0, -2.0, 0.0, 0.5])
     X[:, 2] = 0.0
-    model = DPCoordinateDescentRegressor(solver="dp_cd_p", epsilon=5.0, smoothness_bound=bound,
+    model = DPCoordinateDescentRegressor(solver="dp_cd_p", epsilon=5.0, bounds=bound,
                                          random_state=0).fit(X, y)
     assert np.all(np.isfinite(model.coef_))
-    assert ("smoothness_bounds_from_data" in model.privacy_ledger_.nonprivate_inputs) == (
-        bound is None)
-    # dp_cd sets its steps from the exact M_j = 0 of that column: still refused
-    with pytest.raises(ValueError, match="all zero"):
-        DPCoordinateDescentRegressor(solver="dp_cd", random_state=0).fit(X, y)
-    # dp_sgd uses no per-coordinate constant
+    # no public bound: one is released privately, nothing is read off the data
+    assert model.privacy_ledger_.nonprivate_inputs == ()
+    # exact constants (dp_cd) and none (dp_sgd): accepted too, never named (issue 31)
+    DPCoordinateDescentRegressor(solver="dp_cd", random_state=0).fit(X, y)
     DPCoordinateDescentRegressor(solver="dp_sgd", random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match="all zero"):
-        DPCoordinateDescentRegressor(solver="dp_cd_p").fit(np.zeros((20, 2)), np.ones(20))
+    DPCoordinateDescentRegressor(solver="dp_cd_p").fit(np.zeros((20, 2)), np.ones(20))
 
 
 def test_dp_gcd_paper_calibration_is_refused_unless_asked_for_and_then_tagged():

@@ -245,15 +245,15 @@ def _data(n=300, p=5, seed=0):
 @pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p"])
 def test_secure_fit_converges_at_large_epsilon(solver):
     """At ε = 1e6 with loose clipping the secure fit reaches the non-private
-    Lasso (sklearn's alpha is half of dpcd's, see the estimator's docstring).
+    Lasso (the regressor's alpha is sklearn's).
     The noise left (σ_j ≈ 1e-4 on the gradients, 3000 samples) moves the last
     iterate by ~1e-4, 20 times below the tolerance."""
     from sklearn.linear_model import Lasso
 
     X, y = _data(n=3000)
     model = DPCoordinateDescentRegressor(solver=solver, noise="secure", epsilon=1e6,
-                                         clip=30.0, alpha=0.02, passes=60,
-                                         smoothness_bound=10.0).fit(X, y)
+                                         clip=15.0, penalty="l1", alpha=0.01, passes=60,
+                                         fit_intercept=False, bounds=10.0).fit(X, y)
     ref = Lasso(alpha=0.01, fit_intercept=False, tol=1e-12).fit(X, y)
     np.testing.assert_allclose(model.coef_, ref.coef_, atol=2e-3)
     assert model.privacy_ledger_.noise == "secure"
@@ -264,8 +264,9 @@ def test_secure_fit_at_epsilon_one_has_the_calibrated_noise_scale():
     the fast path's RDP noise."""
     X, y = _data()
     labels = y > 0
-    sec = DPCoordinateDescentClassifier(noise="secure").fit(X, labels)
-    fast = DPCoordinateDescentClassifier(accountant="rdp", random_state=0).fit(X, labels)
+    sec = DPCoordinateDescentClassifier(solver="dp_cd", noise="secure").fit(X, labels)
+    fast = DPCoordinateDescentClassifier(solver="dp_cd", accountant="rdp",
+                                         random_state=0).fit(X, labels)
     m = secure.RESOLUTION
     np.testing.assert_allclose(sec.privacy_ledger_.mechanisms[0].noise_scale,
                                np.asarray(fast.privacy_ledger_.mechanisms[0].noise_scale)
@@ -291,8 +292,8 @@ def test_fast_path_keeps_its_seeded_reproducibility():
     a = DPCoordinateDescentRegressor(random_state=5).fit(X, y)
     b = DPCoordinateDescentRegressor(random_state=5, noise="fast").fit(X, y)
     assert np.array_equal(a.coef_, b.coef_)
-    c = DPCoordinateDescentRegressor(noise="secure").fit(X, y)
-    d = DPCoordinateDescentRegressor(noise="secure").fit(X, y)
+    c = DPCoordinateDescentRegressor(noise="secure", bounds=10.0).fit(X, y)
+    d = DPCoordinateDescentRegressor(noise="secure", bounds=10.0).fit(X, y)
     assert not np.array_equal(c.coef_, d.coef_)
 
 
@@ -321,7 +322,8 @@ def test_no_seed_is_recorded(solver, monkeypatch, tmp_path):
 
     monkeypatch.setattr(secure, "secure_entropy", recording)
     X, y = _data()
-    model = DPCoordinateDescentRegressor(solver=solver, noise="secure").fit(X, y)
+    model = DPCoordinateDescentRegressor(solver=solver, noise="secure",
+                                         bounds=10.0).fit(X, y)
     assert len(drawn) == 1
     values, texts, blobs = _seed_forms(drawn[0])
     ledger_json = model.privacy_ledger_.to_json()

@@ -7,3 +7,7 @@ run and its privacy budget in MLflow.
 """
 
 __version__ = "0.1.0"
+
+from dpcd.leak import PrivacyLeakWarning  # noqa: E402
+
+__all__ = ["PrivacyLeakWarning", "__version__"]

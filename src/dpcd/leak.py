@@ -1,0 +1,21 @@
+"""The warning a fit gives when it reads something off the data without noise."""
+import warnings
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A fit used quantities computed from the data without noise.
+
+    Each is named in the message and in ``privacy_ledger_.nonprivate_inputs``;
+    the (ε, δ) guarantee does not cover what they reveal (as diffprivlib's
+    warning of the same name).
+    """
+
+
+def warn_nonprivate(names, stacklevel=3):
+    """Warn once, naming every non-private input in ``names`` (if any)."""
+    names = sorted(set(names))
+    if names:
+        warnings.warn(
+            f"the fit used non-private input(s) {', '.join(names)}: computed from "
+            "the data without noise, not covered by the (epsilon, delta) guarantee",
+            PrivacyLeakWarning, stacklevel=stacklevel)
