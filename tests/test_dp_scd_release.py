@@ -240,3 +240,19 @@ def test_audit_theta_stays_below_the_claim_and_alpha_is_caught():
     assert theta.epsilon_lb < theta.epsilon_claimed <= 1.0
     alpha = audit_dp_scd(release="alpha", passes=0.2, n_runs=5000)
     assert alpha.epsilon_lb > alpha.epsilon_claimed
+
+
+@pytest.mark.parametrize("variant, sampling, max_batch_size", [
+    ("dual", "poisson", None), ("dual", "without_replacement", None),
+    ("seq", "without_replacement", None), ("seq", "poisson", "auto")])
+def test_fixed_size_batches_carry_the_unproven_release_caveat(variant, sampling,
+                                                              max_batch_size):
+    """Section 6: with alpha internal, theta-only release is proved for Poisson
+    batches only; a fixed-size-batch ledger says its epsilon is not a proven bound."""
+    relation = "replace_special" if sampling == "poisson" else "replace_one"
+    cal = privacy.calibrate_dp_scd(2000, 5, 20, 1.0, 1.0, 1e-5, passes=2, variant=variant,
+                                   sampling=sampling, relation=relation,
+                                   max_batch_size=max_batch_size)
+    unproven = sampling == "without_replacement"
+    assert ("release_model_unproven" in cal.ledger.caveats) == unproven
+    assert (cal.ledger.flat_tags().get("privacy.release_model_unproven") == "true") == unproven

@@ -608,9 +608,13 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     note = f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}"
     if max_batch_size is not None:
         note += f", L_max={sens_batch} (tail {tail:.3g} charged to delta)"
-    if variant == "dual" and sampling == "without_replacement":
+    caveats = ()
+    if sampling == "without_replacement":
+        # fixed-size batches: a record drawn pushes another out, whose hidden
+        # alpha then lags; theta-only release is not reduced to this accounting
         note += ("; theta released with alpha internal: the reduction to this accounting "
                  "is not established (docs/method/dp_scd_release.md, section 6)")
+        caveats = ("release_model_unproven",)
     mech = _sampled_mechanism("minibatch_update", spec, relation, z, sens, steps, sampling, q,
                               note, released="theta")
     budget = [_budget_line("optimisation", used, epsilon, achieved, delta - tail, spec, z)]
@@ -619,7 +623,7 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
                                  epsilon_target=0.0, epsilon_achieved=0.0, delta=tail))
     ledger = Ledger(algorithm=algorithm, neighbouring=relation, accountant=used,
                     epsilon_target=epsilon, epsilon_achieved=achieved, delta=delta,
-                    mechanisms=[mech], budget=budget)
+                    mechanisms=[mech], budget=budget, caveats=caveats)
     return Calibration(noise_multiplier=mech.noise_multiplier, noise_scales=mech.noise_scale,
                        ledger=ledger, epsilon_achieved=achieved, steps=steps,
                        sampling=sampling, sampling_rate=q, extra=extra)
