@@ -20,7 +20,9 @@ Privacy notes (see DESIGN.md, "Privacy conventions")
   under add-or-remove-one or the zero record; dp_scd runs under replace-one
   (sensitivity 2√2·C) or the zero record (√2·C, the paper's); seq_dp_scd
   under replace-one samples fixed-size batches without replacement (Lemma
-  5), under the zero record Poisson batches.  ``neighbouring="paper"``
+  5; its ledger carries the caveat ``release_model_unproven``, see
+  docs/method/dp_scd_release.md), and is refused under the zero record
+  (Poisson batches need a stated L_max, the workflow's ``max_batch_size``).  ``neighbouring="paper"``
   calibrates each solver under its paper's relation (DP-SGD
   add-or-remove-one, DP-SCD the zero record), the protocols the published
   tables mix.
