@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpcd.problems import make_problem
-from dpcd.sweep.grid import run_seed
+from dpcd.sweep.grid import run_entropy, run_seed
 from dpcd.sweep.metrics import evaluate
 from dpcd.sweep.problem import (
     SeedProblems,
@@ -18,7 +18,7 @@ from dpcd.sweep.problem import (
     redraw_validation,
     validation_rows,
 )
-from dpcd.sweep.run import mlflow_runs, run_configurations
+from dpcd.sweep.run import mlflow_runs, run_configurations, stream_identity
 
 
 def test_rows_deterministic_per_seed_and_different_across_seeds():
@@ -114,7 +114,8 @@ def test_sweep_metrics_are_each_seeds_own_holdout():
     from dpcd.sweep.adapters import Budget, get_adapter
     for k, seed in enumerate(seeds):
         redrawn = redraw_validation(problem, seed)
-        result, _ = get_adapter("dp_scd")(redrawn, CONFIGS[0], seed, Budget(1.0, 1e-3))
+        entropy = run_entropy(seed, stream_identity(spec, CONFIGS[0]))  # the sweep's streams
+        result, _ = get_adapter("dp_scd")(redrawn, CONFIGS[0], entropy, Budget(1.0, 1e-3))
         assert last["val_metric"].iloc[k] == evaluate("accuracy", redrawn.X_val,
                                                      redrawn.y_val, result.w)
         assert last["test_metric"].iloc[k] == evaluate("accuracy", problem.X_test,
