@@ -287,3 +287,36 @@ def test_dpcd_calibrate_dp_gcd_selection(mode):
         assert res.epsilon_lb < eps_step
     else:
         assert res.epsilon_lb > eps_step
+
+
+def _bound_sampler(probabilities_of):
+    """The released grid index of the private feature bound on D or D' (one
+    row's max_j |x_ij| moves from 2 to 1: the best candidates move from [2, 4)
+    to [1, 4))."""
+    from dpcd.privacy import bounds
+
+    D, Dp = np.array([1.0, 2, 4, 4]), np.array([1.0, 1, 4, 4])
+
+    def sample(rng, neighbour, size):
+        p = probabilities_of(Dp if neighbour else D)
+        return rng.choice(bounds.GRID.size, p=p, size=size).astype(float)
+    return sample
+
+
+def test_audit_private_feature_bound():
+    """The exponential mechanism of dpcd.privacy.bounds stays below its claim;
+    the same release without its randomisation (the grid's best utility) is caught."""
+    from dpcd.privacy import bounds
+
+    eps = 1.0
+    ok = audit.audit_scores(_bound_sampler(lambda r: bounds.bound_probabilities(r, eps)),
+                            n_runs=200_000, seed=0, epsilon_claimed=eps)
+    assert ok.epsilon_lb <= eps
+
+    def argmax(r):
+        p = np.zeros(bounds.GRID.size)
+        p[np.argmax(bounds.bound_probabilities(r, 1e6))] = 1.0
+        return p
+    bad = audit.audit_scores(_bound_sampler(argmax), n_runs=200_000, seed=0,
+                             epsilon_claimed=eps)
+    assert bad.epsilon_lb > eps
