@@ -306,13 +306,8 @@ def _seed_forms(entropy):
     return values, texts, blobs
 
 
-@pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p"])
-def test_no_seed_is_recorded(solver, monkeypatch, tmp_path):
-    """The OS entropy a secure fit draws (recorded here by wrapping the real
-    source) and the seeds derived from it appear nowhere: not in the ledger
-    JSON, the estimator's attributes or its pickle, nor in an MLflow run (real
-    sqlite store) logging the estimator's params and the ledger's MLflow views
-    (params, tags, metrics, JSON artifact) as the workflow does."""
+def _record_entropy(monkeypatch):
+    """Wrap the real OS source so a test sees what it drew: the list of draws."""
     drawn = []
     real = secure.secure_entropy
 
@@ -321,6 +316,17 @@ def test_no_seed_is_recorded(solver, monkeypatch, tmp_path):
         return drawn[-1]
 
     monkeypatch.setattr(secure, "secure_entropy", recording)
+    return drawn
+
+
+@pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p"])
+def test_no_seed_is_recorded(solver, monkeypatch, tmp_path):
+    """The OS entropy a secure fit draws (recorded here by wrapping the real
+    source) and the seeds derived from it appear nowhere: not in the ledger
+    JSON, the estimator's attributes or its pickle, nor in an MLflow run (real
+    sqlite store) logging the estimator's params and the ledger's MLflow views
+    (params, tags, metrics, JSON artifact) as the workflow does."""
+    drawn = _record_entropy(monkeypatch)
     X, y = _data()
     model = DPCoordinateDescentRegressor(solver=solver, noise="secure",
                                          bounds=10.0).fit(X, y)
@@ -398,14 +404,7 @@ def test_workflow_secure_runs_record_no_seed(solver, monkeypatch, tmp_path):
     from dpcd.sweep.run import mlflow_runs, private_smoothness_estimates, run_chunk
     from dpcd.tracking import log_configurations, setup_experiment
 
-    drawn = []
-    real = secure.secure_entropy
-
-    def recording():
-        drawn.append(real())
-        return drawn[-1]
-
-    monkeypatch.setattr(secure, "secure_entropy", recording)
+    drawn = _record_entropy(monkeypatch)
     spec, problem = _sweep(solver, "secure")
     estimates = None
     if solver == "dp_cd_p":
