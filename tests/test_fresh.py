@@ -144,7 +144,7 @@ def test_run_fresh_runs_the_same_configurations_on_fresh_seeds_with_their_own_le
 
 
 def test_mlflow_runs_of_fresh_records_say_they_are_a_new_release():
-    from dpcd.sweep.run import mlflow_runs
+    from dpcd.tracking.payload import mlflow_runs
 
     problem = _problem(np.random.default_rng(1))
     runs, _ = run_chunk(SPEC, 0, problem, 0.01)
@@ -272,7 +272,7 @@ def test_lambda_table_takes_each_solvers_best_cell_per_lambda():
 
 
 def test_tables_are_read_back_with_config_ids_as_strings(tmp_path):
-    from dpcd.stages import read_table
+    from dpcd.report.tables import read_table
 
     path = tmp_path / "t.csv"
     pd.DataFrame({"solver": ["dp_cd"], "config_id": ["12e456789012"]}).to_csv(path, index=False)

@@ -19,7 +19,8 @@ from dpcd.data.preprocess import RawData, apply_recipe
 from dpcd.privacy import Ledger
 from dpcd.problems import make_problem
 from dpcd.sweep.problem import load_problem
-from dpcd.sweep.run import mlflow_runs, run_chunk
+from dpcd.sweep.run import run_chunk
+from dpcd.tracking.payload import mlflow_runs
 from test_data_loaders import _raw
 from test_data_formats import adult_files
 

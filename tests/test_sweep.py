@@ -50,7 +50,7 @@ def test_run_seeds_are_distinct_and_reproducible():
 def test_compact_ledger_summarises_only_long_vectors():
     import hashlib
 
-    from dpcd.sweep.run import compact_ledger
+    from dpcd.tracking.payload import compact_ledger
 
     long = list(np.linspace(0.5, 2.0, 1001))
     ledger = {"epsilon": 1.0, "mechanisms": [{"noise_scale": long, "sensitivity": [0.1, 0.2]}],

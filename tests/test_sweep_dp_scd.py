@@ -93,7 +93,7 @@ def test_hinge_reference_is_sdca_certified_and_matches_liblinear():
     from sklearn.svm import LinearSVC
 
     from dpcd.problems import make_problem
-    from dpcd.stages import _reference_nonsmooth
+    from dpcd.solvers.reference import reference_hinge
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((300, 5))
@@ -101,7 +101,7 @@ def test_hinge_reference_is_sdca_certified_and_matches_liblinear():
     y = np.sign(X @ rng.standard_normal(5) + 0.1 * rng.standard_normal(300))
     alpha = 1e-2
     datafit, penalty = make_problem("hinge", "l2", alpha)
-    result = _reference_nonsmooth(X, y, datafit, penalty, tol=1e-10)
+    result = reference_hinge(X, y, datafit, penalty, tol=1e-10)
     assert result.extra["rel_gap"] <= 1e-10
     # random_state: liblinear shuffles its coordinates; unseeded, its unconverged
     # answer varied from run to run and once missed rel 1e-9 in CI

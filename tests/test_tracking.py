@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from dpcd.sweep.run import read_mlflow_runs, write_mlflow_runs
 from dpcd.tracking import (
     ingested_jobs,
     log_configurations,
     log_experiment_artifacts,
     setup_experiment,
 )
+from dpcd.tracking.runs_file import read_mlflow_runs, write_mlflow_runs
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +221,7 @@ def test_ingested_jobs_are_tagged_on_the_parent_once_all_their_runs_are_in(store
 
 _INGEST = """
 import sys
-from dpcd.stages import ingest_runs_files
+from dpcd.tracking.ingest import ingest_runs_files
 from dpcd.tracking import setup_experiment
 info = setup_experiment("dpcd/demo")
 print("ingesting", flush=True)

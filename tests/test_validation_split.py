@@ -18,7 +18,8 @@ from dpcd.sweep.problem import (
     redraw_validation,
     validation_rows,
 )
-from dpcd.sweep.run import mlflow_runs, run_configurations, stream_identity
+from dpcd.sweep.run import run_configurations, stream_identity
+from dpcd.tracking.payload import mlflow_runs
 
 
 def test_rows_deterministic_per_seed_and_different_across_seeds():

@@ -257,3 +257,9 @@ def _holdout_markdown(table):
         wide.to_markdown(index=False, floatfmt=".4g"),
         "",
     ]
+
+
+def read_table(path):
+    """A selection (or fresh) table; config ids stay strings (an all-digit
+    id such as 123456789012, or 12e456789012, would otherwise parse as a number)."""
+    return pd.read_csv(path, dtype={"config_id": str})

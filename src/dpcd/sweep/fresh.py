@@ -14,8 +14,13 @@ Each fresh run is a new private release with its own ledger, which records
 were chosen on the private data.
 """
 
+import logging
+import time
+
+import numpy as np
 import pandas as pd
 
+from dpcd import solvers
 from dpcd.sweep.grid import config_id, configurations, fresh_cell, fresh_seeds
 from dpcd.sweep.run import (
     epsilons_of,
@@ -24,6 +29,8 @@ from dpcd.sweep.run import (
 )
 
 NONPRIVATE = ("hyperparameter_selection",)
+
+log = logging.getLogger("dpcd.sweep")
 
 
 def selected_configurations(spec, table):
@@ -77,7 +84,7 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
     records : list of ConfigRecord
     spec : dict
         ``spec`` with ``seeds`` = the number of fresh seeds and ``seed_set`` =
-        ``"fresh"`` (what :func:`dpcd.sweep.run.mlflow_runs` logs).
+        ``"fresh"`` (what :func:`dpcd.tracking.payload.mlflow_runs` logs).
     """
     n_seeds = int(spec["fresh_seeds"])
     spec = {**spec, "seeds": n_seeds, "seed_set": "fresh"}
@@ -105,3 +112,32 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
         spec, [], [], problem, f_star)[0]
     runs["seed_set"] = "fresh"
     return runs, records, spec
+
+
+def run_fresh_solvers(spec, table, problem, reference):
+    """:func:`run_fresh` for every solver of an experiment, one after the other.
+
+    Parameters
+    ----------
+    spec : dict
+        ``solvers`` (solver -> its solve params) and ``fresh_seeds``.
+    table : pandas.DataFrame
+        The selection table of the experiment.
+    problem : SweepProblem
+    reference : dict
+        The reference stage's output: ``objective`` (F*) and ``w`` (w*), if any.
+
+    Yields
+    ------
+    solver, runs, records, run_spec
+        One solver's :func:`run_fresh` output, in the solvers' sorted order.
+    """
+    solvers.warmup([s.get("adapter", s["solver"]) for s in spec["solvers"].values()])
+    w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
+    for solver, solver_spec in sorted(spec["solvers"].items()):
+        start = time.perf_counter()
+        runs, records, run_spec = run_fresh({**solver_spec, "fresh_seeds": spec["fresh_seeds"]},
+                                            table, problem, reference["objective"], w_star)
+        log.info("%s: %d selected configurations x %d fresh seeds in %.1f s", solver,
+                 len(records), run_spec["seeds"], time.perf_counter() - start)
+        yield solver, runs, records, run_spec

@@ -1,18 +1,30 @@
 """MLflow tracking: one experiment per config experiment, one parent run per
-sweep, one child run per configuration, each written with batched calls."""
+sweep, one child run per configuration, each written with batched calls.
 
-from dpcd.tracking.mlflow_log import (
-    ingested_jobs,
-    log_configurations,
-    log_experiment_artifacts,
-    setup_experiment,
-    tracking_uri,
-)
+The path of a sweep's runs: :mod:`dpcd.tracking.payload` (the runs as plain
+data) -> :mod:`dpcd.tracking.runs_file` (the solve job's file) ->
+:mod:`dpcd.tracking.ingest` (the aggregate job's MLflow writes, through
+:mod:`dpcd.tracking.mlflow_log`). Only the last two import MLflow (1.4 s a
+job), so the names below load it on first use: a solve job, which writes
+runs files only, never does.
+"""
 
-__all__ = [
-    "ingested_jobs",
-    "log_configurations",
-    "log_experiment_artifacts",
-    "setup_experiment",
-    "tracking_uri",
-]
+import importlib
+
+_LAZY = {
+    "ingested_jobs": "dpcd.tracking.mlflow_log",
+    "log_configurations": "dpcd.tracking.mlflow_log",
+    "log_experiment_artifacts": "dpcd.tracking.mlflow_log",
+    "setup_experiment": "dpcd.tracking.mlflow_log",
+    "tracking_uri": "dpcd.tracking.mlflow_log",
+    "ingest_experiment": "dpcd.tracking.ingest",
+    "ingest_runs_files": "dpcd.tracking.ingest",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

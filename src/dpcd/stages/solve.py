@@ -1,0 +1,136 @@
+"""``dpcd warmup``, ``dpcd reference``, ``dpcd solve``: the rules of ``solve.smk``."""
+
+import json
+import logging
+import os
+import time
+
+import numpy as np
+
+from dpcd.data.io import atomic_write
+from dpcd.data.io import write_json_atomic as write_json
+from dpcd.stages.common import add_command, read_json
+
+log = logging.getLogger("dpcd")
+
+
+def cmd_warmup(args):
+    """Compile kernels once into NUMBA_CACHE_DIR before parallel jobs run."""
+    from dpcd import solvers
+
+    start = time.perf_counter()
+    families = solvers.warmup(args.families)
+    elapsed = time.perf_counter() - start
+    log.info("compiled kernels of %s in %.1f s (cache: %s)", ", ".join(families), elapsed,
+             os.environ.get("NUMBA_CACHE_DIR"))
+    write_json(args.out, {"seconds": elapsed, "families": families,
+                          "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR")})
+
+
+def cmd_reference(args):
+    """Non-private optimum F* of an experiment's problem."""
+    from dpcd import solvers
+    from dpcd.data import load_dataset
+    from dpcd.problems import make_problem
+    from dpcd.sweep.problem import as_solver_input, resolve_alpha
+
+    problem = json.loads(args.problem)
+    dataset = load_dataset(args.data)
+    X, y = as_solver_input(dataset.X), np.asarray(dataset.y, dtype=np.float64)
+    alpha, lam_max = resolve_alpha(problem, X, y)
+    datafit, penalty = make_problem(
+        problem["loss"], problem["penalty"], alpha, problem.get("l1_ratio", 0.5)
+    )
+    result = solvers.reference_optimum(X, y, datafit, penalty, tol=args.tol)
+    f_star = float(result.objective[-1])
+    log.info("F* = %.12g (%s)", f_star, result.extra)
+    write_json(
+        args.out,
+        {
+            "objective": f_star,
+            "w": np.asarray(result.w).tolist(),
+            "extra": {k: v if isinstance(v, str) else float(v)
+                      for k, v in result.extra.items() if np.isscalar(v)},
+            "problem": problem,
+            # the strength used, and its scale (lambda-sensitivity table)
+            "alpha": alpha,
+            "lambda_max": lam_max,
+        },
+    )
+
+
+def cmd_solve(args):
+    """Run one chunk of one solver's sweep; write its table and its MLflow runs
+    (which the experiment's aggregate job ingests).
+
+    Beside the table it writes the job's overhead ledger: how its wall time
+    split between loading, calibration, JIT, the solver kernels, MLflow (the
+    runs built and written) and the rest (tidy tables, ledgers, Python around
+    the runs).
+    """
+    from dpcd import solvers
+    from dpcd.privacy import cache
+    from dpcd.sweep import run_chunk
+    from dpcd.sweep.problem import load_problem
+    from dpcd.tracking.payload import mlflow_runs
+    from dpcd.tracking.runs_file import write_mlflow_runs
+
+    wall = time.perf_counter()
+    spec = json.loads(args.spec)
+    problem = load_problem(args.data, spec["problem"], args.smoothness)
+    reference = read_json(args.reference)
+    private = read_json(args.private_smoothness) if args.private_smoothness else None
+    split = {"loading": time.perf_counter() - wall}
+    # load (or compile) the solver's kernels now, so no run of the sweep pays for it
+    start = time.perf_counter()
+    solvers.warmup([spec.get("adapter", spec["solver"])])
+    split["jit"] = time.perf_counter() - start
+    calibration0 = cache.STATS["seconds"]
+    start = time.perf_counter()
+    w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
+    table, records = run_chunk(
+        spec, args.chunk, problem, reference["objective"], private, w_star=w_star
+    )
+    log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
+    split["calibration"] = cache.STATS["seconds"] - calibration0
+    split["kernels"] = float(sum(record.time.sum() for record in records))
+    job = f"{spec['experiment']}/{spec['solver']}/chunk{args.chunk}"
+    start = time.perf_counter()
+    write_mlflow_runs(args.mlflow_runs, job, mlflow_runs(records, spec, problem))
+    split["mlflow"] = time.perf_counter() - start
+    log.info("wrote %d MLflow runs in %.1f s", len(records), split["mlflow"])
+    atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
+    split["wall"] = time.perf_counter() - wall
+    split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")
+    log.info("overhead ledger: %s", {k: round(v, 3) for k, v in split.items()})
+    if args.timing:
+        write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
+                                 "chunk": args.chunk, "configurations": len(records),
+                                 "seconds": split})
+
+
+def register(subparsers):
+    """Add ``warmup``, ``reference`` and ``solve`` to the ``dpcd`` parser."""
+    p = add_command(subparsers, "warmup", cmd_warmup, "compile the numba kernels into the cache")
+    p.add_argument("--families", nargs="+",
+                   help="kernel families (reference, dp_cd, dp_sgd, dp_gcd, dp_scd); all if absent")
+    p.add_argument("--out", required=True)
+
+    p = add_command(subparsers, "reference", cmd_reference, "non-private optimum F* of a problem")
+    p.add_argument("--data", required=True)
+    p.add_argument("--problem", required=True, help="JSON: loss, penalty, alpha, l1_ratio")
+    p.add_argument("--tol", type=float, default=1e-10)
+    p.add_argument("--out", required=True)
+
+    p = add_command(subparsers, "solve", cmd_solve,
+                    "run one chunk of a solver sweep; its table and MLflow runs")
+    p.add_argument("--spec", required=True, help="JSON written by the solve rule")
+    p.add_argument("--chunk", type=int, required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--smoothness", required=True)
+    p.add_argument("--private-smoothness", default="")
+    p.add_argument("--reference", required=True)
+    p.add_argument("--mlflow-runs", required=True,
+                   help="where the job's MLflow runs go (gzipped JSON lines)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--timing", help="JSON: where the job's overhead ledger goes (optional)")
