@@ -2,8 +2,6 @@
 
 import json
 
-import numpy as np
-
 from dpcd.data.io import write_json_atomic as write_json
 from dpcd.stages.common import add_command
 
@@ -11,38 +9,10 @@ from dpcd.stages.common import add_command
 def cmd_smoothness(args):
     """Exact coordinate-wise smoothness constants of one dataset and loss."""
     from dpcd.data import load_dataset
-    from dpcd.problems import make_problem
-    from dpcd.sweep.problem import as_solver_input
+    from dpcd.sweep.problem import as_solver_input, smoothness_constants
 
-    dataset = load_dataset(args.data)
-    X = as_solver_input(dataset.X)  # sparse stays sparse (dorothea)
-    datafit, _ = make_problem(args.loss, "none", 0.0)
-    max_abs = np.ravel(abs(X).max(axis=0).toarray() if hasattr(X, "toarray")
-                       else np.abs(X).max(axis=0)).tolist()
-    if not getattr(datafit, "smooth", True):
-        # hinge: no smoothness constants exist; the solvers that need them refuse it
-        write_json(args.out, {"loss": args.loss, "n_samples": int(X.shape[0]),
-                              "n_features": int(X.shape[1]), "smoothness": None,
-                              "global_smoothness": None, "max_abs": max_abs})
-        return
-    smoothness = datafit.coordinate_smoothness(X)
-    zero = np.flatnonzero(smoothness <= 0)
-    if zero.size:
-        raise ValueError(
-            f"{args.data}: column(s) {zero.tolist()} are all zero, so M_j = 0; "
-            "drop them in preprocessing"
-        )
-    write_json(
-        args.out,
-        {
-            "loss": args.loss,
-            "n_samples": int(X.shape[0]),
-            "n_features": int(X.shape[1]),
-            "smoothness": smoothness.tolist(),
-            "global_smoothness": float(datafit.global_smoothness(X)),
-            "max_abs": max_abs,
-        },
-    )
+    X = as_solver_input(load_dataset(args.data).X)  # sparse stays sparse (dorothea)
+    write_json(args.out, smoothness_constants(X, args.loss, source=args.data))
 
 
 def cmd_private_smoothness(args):

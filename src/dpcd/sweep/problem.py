@@ -171,6 +171,48 @@ def resolve_alpha(problem_spec, X, y):
     return float(alpha), lam_max
 
 
+def smoothness_constants(X, loss, source="X"):
+    """What ``dpcd smoothness`` writes and :func:`load_problem` reads back.
+
+    Parameters
+    ----------
+    X : array or scipy.sparse matrix, shape (n_samples, n_features)
+        The training features (:func:`as_solver_input`: sparse stays sparse).
+    loss : str
+        The datafit's name (:func:`dpcd.problems.make_problem`).
+    source : str
+        What the error names (the dataset's path).
+
+    Returns
+    -------
+    dict
+        ``loss``, ``n_samples``, ``n_features``, ``smoothness`` (exact
+        coordinate-wise constants M_j), ``global_smoothness`` (both None for
+        a non-smooth loss: the hinge has none, the solvers that need them
+        refuse it) and ``max_abs`` (each feature's largest magnitude).
+
+    Raises
+    ------
+    ValueError
+        When a column is all zero (M_j = 0): drop it in preprocessing.
+    """
+    datafit, _ = make_problem(loss, "none", 0.0)
+    max_abs = np.ravel(abs(X).max(axis=0).toarray() if hasattr(X, "toarray")
+                       else np.abs(X).max(axis=0)).tolist()
+    constants = {"loss": loss, "n_samples": int(X.shape[0]), "n_features": int(X.shape[1])}
+    if not getattr(datafit, "smooth", True):
+        return {**constants, "smoothness": None, "global_smoothness": None, "max_abs": max_abs}
+    smoothness = datafit.coordinate_smoothness(X)
+    zero = np.flatnonzero(smoothness <= 0)
+    if zero.size:
+        raise ValueError(
+            f"{source}: column(s) {zero.tolist()} are all zero, so M_j = 0; "
+            "drop them in preprocessing"
+        )
+    return {**constants, "smoothness": smoothness.tolist(),
+            "global_smoothness": float(datafit.global_smoothness(X)), "max_abs": max_abs}
+
+
 def load_problem(data_path, problem_spec, smoothness_path):
     """Load a preprocessed dataset and its smoothness constants for one sweep.
 
