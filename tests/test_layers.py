@@ -72,3 +72,15 @@ def test_a_solve_job_writes_its_runs_file_without_loading_mlflow():
             "print('mlflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_stage_modules_stay_thin_entry_points():
+    """One module per rule file, each an entry point of at most 200 lines:
+    what grows belongs in the library below."""
+    sizes = {path.name: len(path.read_text().splitlines())
+             for path in (SRC / "stages").glob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 200} == {}
+    rules = Path(__file__).resolve().parents[1] / "workflow" / "rules"
+    stages = {f"{rule.stem}.py" for rule in rules.glob("*.smk")} - {"data.py", "common.py",
+                                                                       "data_common.py"}
+    assert stages <= set(sizes)
