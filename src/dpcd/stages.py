@@ -36,10 +36,10 @@ def read_table(path):
 # --- warmup -----------------------------------------------------------------
 def cmd_warmup(args):
     """Compile kernels once into NUMBA_CACHE_DIR before parallel jobs run."""
-    from dpcd import solvers
+    from dpcd import algorithms
 
     start = time.perf_counter()
-    families = solvers.warmup(args.families)
+    families = algorithms.warmup(args.families)
     elapsed = time.perf_counter() - start
     log.info("compiled kernels of %s in %.1f s (cache: %s)", ", ".join(families), elapsed,
              os.environ.get("NUMBA_CACHE_DIR"))
@@ -176,7 +176,7 @@ def cmd_solve(args):
     runs built and written) and the rest (tidy tables, ledgers, Python around
     the runs).
     """
-    from dpcd import solvers
+    from dpcd import algorithms
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
     from dpcd.sweep.problem import load_problem
@@ -190,7 +190,7 @@ def cmd_solve(args):
     split = {"loading": time.perf_counter() - wall}
     # load (or compile) the solver's kernels now, so no run of the sweep pays for it
     start = time.perf_counter()
-    solvers.warmup([spec.get("adapter", spec["solver"])])
+    algorithms.warmup([spec.get("adapter", spec["solver"])])
     split["jit"] = time.perf_counter() - start
     calibration0 = cache.STATS["seconds"]
     start = time.perf_counter()
@@ -316,7 +316,7 @@ def fresh_seeds_stage(args, info, selected):
     ``info``."""
     import pandas as pd
 
-    from dpcd import solvers
+    from dpcd import algorithms
     from dpcd.report import plot_rel_error
     from dpcd.report.fresh import chosen_curves, fresh_markdown, fresh_metrics, fresh_table
     from dpcd.sweep.fresh import run_fresh
@@ -328,7 +328,7 @@ def fresh_seeds_stage(args, info, selected):
     problem = load_problem(args.data, next(iter(spec["solvers"].values()))["problem"],
                            args.smoothness)
     reference = read_json(args.reference)
-    solvers.warmup([s.get("adapter", s["solver"]) for s in spec["solvers"].values()])
+    algorithms.warmup([s.get("adapter", s["solver"]) for s in spec["solvers"].values()])
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
     frames = []
     for solver, solver_spec in sorted(spec["solvers"].items()):

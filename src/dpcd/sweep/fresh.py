@@ -6,7 +6,7 @@ minimum of noisy means). Re-running each selected configuration on seeds it
 was not selected on gives an unbiased one. The fresh seeds come from their own
 ``SeedSequence`` branch, one set per cell (experiment, solver, epsilon,
 passes; :func:`dpcd.sweep.grid.fresh_seeds`), so the fresh runs of two cells
-are independent releases; the runs go through the same adapters as the sweep
+are independent releases; the runs go through the same algorithm specs as the sweep
 (:func:`dpcd.sweep.run.run_configurations`).
 
 Each fresh run is a new private release with its own ledger, which records
