@@ -82,6 +82,10 @@ def _import(module):
     path = Path(module).resolve()
     if not path.is_file():
         raise ValueError(f"algorithms: no file {module!r}")
+    # its directory goes on sys.path, as for a script: its siblings (a kernel
+    # module) import by name
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     name = f"dpcd_user_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
