@@ -159,3 +159,61 @@ def test_outside_solver_through_the_estimators(noisy_gd):
         DPCoordinateDescentClassifier(loss="hinge", epsilon=1.0, **kw).fit(X, labels)
     with pytest.raises(ValueError, match="calibrated under 'replace_one'"):
         DPCoordinateDescentRegressor(neighbouring="add_or_remove_one", **kw).fit(X, y)
+
+
+
+def test_entry_points_register_installed_solvers(tmp_path, monkeypatch):
+    """A package that declares an entry point in the group dpcd.algorithms
+    (here a distribution's metadata on sys.path, as pip installs it) is loaded
+    on the first look-up of an unknown name."""
+    from dpcd.algorithms import registry
+
+    (tmp_path / "ep_demo_solver.py").write_text(
+        "from dpcd import algorithms\n"
+        "from dpcd.algorithms import cd\n"
+        "algorithms.register(algorithms.Algorithm(name='ep_demo', description='demo',\n"
+        "                                         run=cd.run, private=False))\n")
+    info = tmp_path / "ep_demo-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-demo\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[dpcd.algorithms]\nep_demo = ep_demo_solver\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_loaded", set())
+    try:
+        assert algorithms.get("ep_demo").run is algorithms.get("cd").run
+        assert "ep_demo" in algorithms.names(private=False, builtin=False)
+    finally:
+        registry._SPECS.pop("ep_demo", None)
+
+
+# --- imports run downward ---------------------------------------------------------
+LAYERS = {"data": 0, "problems": 0, "privacy": 0, "leak": 0, "solvers": 1, "algorithms": 2,
+          "sweep": 3, "tracking": 4, "report": 4, "estimators": 5, "stages": 6, "cli": 6,
+          "plan": 6}
+# privacy/audit.py runs the solvers it audits (known before the specs; not theirs)
+KNOWN_UPWARD = {("privacy/audit.py", "solvers")}
+
+
+def test_imports_run_downward():
+    """data, problems, privacy -> solvers -> algorithms -> sweep -> tracking,
+    report -> estimators -> stages: no module imports a higher floor."""
+    import ast
+
+    upward = set()
+    src = ROOT / "src" / "dpcd"
+    for path in src.rglob("*.py"):
+        rel = path.relative_to(src)
+        floor = LAYERS.get(rel.parts[0].removesuffix(".py"))
+        if floor is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpcd"):
+                parts = node.module.split(".")
+                names = parts[1:2] or [alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name.split(".")[1] for a in node.names if a.name.startswith("dpcd.")]
+            else:
+                continue
+            upward |= {(rel.as_posix(), name) for name in names
+                       if LAYERS.get(name, -1) > floor}
+    assert upward == KNOWN_UPWARD
