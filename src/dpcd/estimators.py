@@ -531,7 +531,9 @@ _PARAMETERS_DOC = """
         records drawn without replacement: Lemma 5's noise must bound the
         batch drawn) or primal (Algorithm 2, ``batch_size`` coordinates per
         step); L2 penalty only.  DP-SCD releases ``coef_`` (θ) only; its dual
-        variables are internal and not kept.
+        variables are internal and not kept.  Any other private algorithm
+        registered with :func:`dpcd.algorithms.register` is accepted by name
+        (docs/add_your_own_solver.md).
     epsilon : float, default=1.0
         Target ε > 0 of the whole fit (smoothness estimation included).
     delta : float, optional
