@@ -60,6 +60,21 @@ def test_registry_refuses_unknown_and_builtin_names():
         algorithms.register({"name": "x"})
 
 
+def test_register_refuses_a_second_algorithm_under_one_name():
+    from dpcd.algorithms import registry
+
+    first = algorithms.Algorithm(name="twice", description="a", run=algorithms.get("cd").run)
+    second = algorithms.Algorithm(name="twice", description="b", run=algorithms.get("sgd").run)
+    try:
+        algorithms.register(first)
+        algorithms.register(first)  # the same module imported again
+        with pytest.raises(ValueError, match="'twice' is already registered"):
+            algorithms.register(second)
+        assert algorithms.register(second, replace=True) is second
+    finally:
+        registry._SPECS.pop("twice", None)
+
+
 def test_plan_time_checks_name_the_entry():
     defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
 

@@ -147,8 +147,10 @@ def solver_entry(exp, name):
 
 # Solvers from outside dpcd (config algorithms): every job imports them.
 if config["algorithms"]:
-    os.environ["DPCD_ALGORITHMS"] = os.pathsep.join(
-        os.path.abspath(m) if m.endswith(".py") else m for m in config["algorithms"]
+    os.environ.update(
+        DPCD_ALGORITHMS=os.pathsep.join(
+            os.path.abspath(m) if m.endswith(".py") else m for m in config["algorithms"]
+        )
     )
 try:  # as the registry check: the solve jobs check again where dpcd is not importable
     from dpcd.algorithms import check_solvers as _check_solvers

@@ -45,12 +45,18 @@ def register(spec, replace=False):
     if spec.name in _BUILTIN:
         raise ValueError(f"solver {spec.name!r} is built into dpcd; choose another name")
     old = _SPECS.get(spec.name)
-    if old is not None and not replace and getattr(old.run, "__qualname__", None) \
-            != getattr(spec.run, "__qualname__", None):
+    if old is not None and not replace and _origin(old.run) != _origin(spec.run):
         raise ValueError(f"solver {spec.name!r} is already registered "
                          f"(by {old.run.__module__}); pass replace=True to replace it")
     _SPECS[spec.name] = spec
     return spec
+
+
+def _origin(run):
+    """Where ``run`` is defined: the same file imported twice (by name and by
+    path) re-registers the same algorithm."""
+    code = getattr(run, "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code is not None else repr(run)
 
 
 def _register_builtin(spec):
