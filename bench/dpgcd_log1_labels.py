@@ -19,7 +19,10 @@ from dpcd.data.synthetic import LABEL_RULES, lognormal
 from dpcd.problems import make_problem
 from dpcd.solvers import reference_solve
 from dpcd.solvers.base import check_data
-from dpcd.sweep.adapters import Budget, run_dp_cd, run_dp_gcd, run_dp_sgd_many
+from dpcd.algorithms import Budget
+from dpcd.algorithms.dp_cd import run as run_dp_cd
+from dpcd.algorithms.dp_gcd import run as run_dp_gcd
+from dpcd.algorithms.dp_sgd import run_many as run_dp_sgd_many
 from dpcd.sweep.problem import SweepProblem
 
 LAMBDA = 1e-3

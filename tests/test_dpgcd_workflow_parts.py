@@ -19,7 +19,8 @@ from dpcd.report.summary import compare, hyperparameters_markdown, read_publishe
 from dpcd.report.tables import final_iterates, summary_table
 from dpcd.solvers import reference_solve
 from dpcd.solvers.base import SolverResult, pass_checkpoints
-from dpcd.sweep import adapters, config_id, configurations, run_chunk
+from dpcd.algorithms import Algorithm, registry
+from dpcd.sweep import config_id, configurations, run_chunk
 from dpcd.sweep.problem import load_problem
 from dpcd.sweep.run import support_counts
 
@@ -67,6 +68,10 @@ def _fractional_adapter(problem, config, seed, budget, private_smoothness=None):
                         checkpoints=checkpoints), None
 
 
+# a private solver (streams keyed by epsilon too) registered for the test only
+FRAC = Algorithm(name="frac", description="fractional passes", run=_fractional_adapter)
+
+
 def _spec(solver="frac", **extra):
     return {"experiment": "e", "solver": solver, "grid": {"step": [1.0, 2.0]},
             "passes": [0.01, 2.5], "privacy": {"epsilon": 1.0}, "seeds": 2,
@@ -74,7 +79,7 @@ def _spec(solver="frac", **extra):
 
 
 def test_tidy_rows_take_the_pass_axis_from_the_solver(tmp_path, monkeypatch):
-    monkeypatch.setitem(adapters.ADAPTERS, "frac", _fractional_adapter)
+    monkeypatch.setitem(registry._SPECS, "frac", FRAC)
     problem = _toy_problem(tmp_path)
     table, records = run_chunk(_spec(), 0, problem, f_star=0.5, w_star=np.eye(8)[0])
     short = table[table.passes == 0.01]
@@ -94,7 +99,7 @@ def test_tidy_rows_take_the_pass_axis_from_the_solver(tmp_path, monkeypatch):
 
 
 def test_named_variant_runs_its_adapter_under_its_own_name(tmp_path, monkeypatch):
-    monkeypatch.setitem(adapters.ADAPTERS, "frac", _fractional_adapter)
+    monkeypatch.setitem(registry._SPECS, "frac", FRAC)
     problem = _toy_problem(tmp_path)
     table, _ = run_chunk(_spec("frac_rule_b", adapter="frac"), 0, problem, f_star=0.5)
     assert set(table.solver) == {"frac_rule_b"}

@@ -351,7 +351,7 @@ def test_dp_gcd_sparse_input_stays_sparse(classification, monkeypatch):
 
 @pytest.mark.parametrize("params, match", [
     ({"rule": "gs_x"}, "rule must be one of"),
-    ({"penalty": "elastic_net"}, "supports penalty"),
+    ({"penalty": "elastic_net"}, "penalty must be 'l1', 'l2' or 'none'"),
     ({"rule": "smooth", "penalty": "l1"}, "needs penalty"),
 ])
 def test_dp_gcd_bad_parameters(regression, params, match):

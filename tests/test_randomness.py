@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from dpcd.problems import make_problem
-from dpcd.sweep.adapters import Budget, run_dp_sgd_many
+from dpcd.algorithms import Budget
+from dpcd.algorithms.dp_sgd import run_many as run_dp_sgd_many
 from dpcd.sweep.grid import configurations, fresh_cell, fresh_seeds, run_entropy, run_identity
 from dpcd.sweep.problem import SweepProblem
 from dpcd.sweep.run import run_chunk
@@ -167,7 +168,7 @@ def test_dp_cd_runs_differing_only_in_epsilon_draw_independent_noise():
     epsilons' vectors are uncorrelated; one shared stream made them equal."""
     import scipy.sparse as sp
 
-    from dpcd.sweep.adapters import run_dp_cd
+    from dpcd.algorithms.dp_cd import run as run_dp_cd
     from dpcd.sweep.run import stream_identity
 
     p, gamma = 3000, 1e-6

@@ -265,7 +265,8 @@ def test_bad_arguments():
 @pytest.mark.parametrize("penalty, rule, placement", [
     ("l1", "gs_r", "score"), ("l1", "gs_s", "gradient"), ("l2", "smooth", "gradient")])
 def test_adapter_dense_and_sparse(accountant, penalty, rule, placement):
-    from dpcd.sweep.adapters import ADAPTERS, Budget, calibrate_dp_gcd_config
+    from dpcd.algorithms import Budget, get
+    from dpcd.algorithms.dp_gcd import calibrate as calibrate_dp_gcd_config
     from dpcd.sweep.problem import SweepProblem
 
     X, y = _data(n=80, p=30, logistic=True, density=0.2)
@@ -277,7 +278,7 @@ def test_adapter_dense_and_sparse(accountant, penalty, rule, placement):
     for design in (X, sp.csc_matrix(X)):
         problem = SweepProblem(X=design, y=y, datafit=datafit, penalty=pen, smoothness=M,
                                global_smoothness=np.nan, max_abs=np.abs(X).max(axis=0))
-        result, ledger = ADAPTERS["dp_gcd"](problem, config, [1, 2], budget)
+        result, ledger = get("dp_gcd").run(problem, config, [1, 2], budget)
         runs.append(result)
         assert list(ledger.nonprivate_inputs) == ["exact_smoothness"]
         assert ledger.epsilon_achieved <= 1.0

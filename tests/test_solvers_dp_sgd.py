@@ -152,14 +152,17 @@ def test_dp_sgd_bad_batch_size():
 
 
 def test_warmup_loads_the_families_asked_for():
-    """A solve job loads its solver's kernel family only (the sweep's adapter
-    names map to families); an unknown name is refused with the known ones."""
+    """A solve job loads its solver's kernel family only (each algorithm spec
+    names its family); an unknown name is refused with the known ones."""
+    from dpcd import algorithms
     from dpcd.solvers import warmup
 
     assert warmup(["dp_sgd"]) == ["dp_sgd"]
-    assert warmup(["dp_cd_p", "cd", "sgd"]) == ["dp_cd", "dp_sgd"]
+    assert algorithms.warmup(["dp_cd_p", "cd", "sgd"]) == ["dp_cd", "dp_sgd"]
+    with pytest.raises(ValueError, match="unknown solver 'dp_sgdd'; known: .*'dp_gcd'"):
+        algorithms.warmup(["dp_sgdd"])
     with pytest.raises(ValueError, match="unknown kernel families.*'dp_gcd'"):
-        warmup(["dp_sgdd"])
+        warmup(["dp_cd_p"])  # the kernel level knows families, not solvers
 
 
 def test_warmup_runs():

@@ -18,7 +18,7 @@ from dpcd.privacy import estimate_smoothness
 from dpcd.problems import make_problem, objective
 from dpcd.solvers import dp_cd, dp_sgd
 from dpcd.solvers.base import as_design
-from dpcd.sweep import adapters
+from dpcd import algorithms
 from dpcd.sweep.problem import SweepProblem
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -184,7 +184,7 @@ def test_huge_sparse_problem_is_never_densified():
     assert elapsed < 60  # generous: densifying alone would take longer (and 3.2 GB)
 
 
-# --- through the sweep adapters and the estimators ---------------------------------
+# --- through the algorithm specs and the estimators ---------------------------------
 def _sweep_problem(X, y, loss, penalty, lam):
     datafit, pen = make_problem(loss, penalty, lam)
     dense = X.toarray() if sp.issparse(X) else X
@@ -200,14 +200,14 @@ def _sweep_problem(X, y, loss, penalty, lam):
     ("dp_sgd", {"step": 0.5, "clip": 1.0, "passes": 2, "batch_size": 4}),
     ("sgd", {"step": 0.05, "passes": 2}),
 ])
-def test_adapters_run_sparse_problems_like_dense(solver, config):
+def test_specs_run_sparse_problems_like_dense(solver, config):
     X, y = _sparse_data(5, logistic=True)
-    budget = adapters.Budget(1.0, 1e-4)
+    budget = algorithms.Budget(1.0, 1e-4)
     seed = [1, 2, 3, 4]
     sparse_problem = _sweep_problem(sp.csc_matrix(X), y, "logistic", "l1", 0.01)
-    dense, _ = adapters.ADAPTERS[solver](_sweep_problem(X, y, "logistic", "l1", 0.01),
-                                         config, seed, budget)
-    sparse, _ = adapters.ADAPTERS[solver](sparse_problem, config, seed, budget)
+    run = algorithms.get(solver).run
+    dense, _ = run(_sweep_problem(X, y, "logistic", "l1", 0.01), config, seed, budget)
+    sparse, _ = run(sparse_problem, config, seed, budget)
     np.testing.assert_allclose(sparse.w, dense.w, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(sparse.objective, dense.objective, rtol=RTOL)
     assert "X_fortran" not in vars(sparse_problem) and "X_c" not in vars(sparse_problem)

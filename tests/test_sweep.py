@@ -104,7 +104,7 @@ def test_chunk_table_matches_one_frame_per_configuration():
 @pytest.mark.parametrize("per_block", [None, 3])
 def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monkeypatch):
     """A chunk runs DP-SGD's configurations of one seed in one kernel call
-    (MANY), in blocks that bound the final iterates held at once (``per_block``
+    (its spec's run_many), in blocks that bound the final iterates held at once (``per_block``
     configurations of the 32 here): its table must be the one-run-at-a-time
     table, bit for bit apart from the times (amortised shares of the calls)."""
     import pandas as pd
@@ -115,7 +115,8 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
         monkeypatch.setattr(run, "TOGETHER_ENTRIES", per_block * 3 * 4)  # 3 seeds, 4 features
 
     from dpcd.problems import make_problem
-    from dpcd.sweep.adapters import MANY, Budget, run_dp_sgd
+    from dpcd.algorithms import Budget, get
+    from dpcd.algorithms.dp_sgd import run as run_dp_sgd
     from dpcd.sweep.grid import run_entropy, run_identity, run_seed
     from dpcd.sweep.problem import SweepProblem
     from dpcd.sweep.run import chunk_configurations, run_configurations
@@ -133,7 +134,7 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
             "privacy": {"epsilon": [1.0, 5.0], "delta": 1e-4},
             "grid": {"step": [0.1, 1.0], "clip": [0.1, 1.0], "batch_size": [1, 5]},
             "passes": [2, 3.5], "seeds": 3, "base_seed": 0, "chunks": 1}
-    assert "dp_sgd" in MANY
+    assert get("dp_sgd").run_many is not None
     configs = chunk_configurations(spec, 0)
     seeds = [run_seed(0, k) for k in range(3)]
     together, records = run_configurations(spec, configs, seeds, problem, 0.01)

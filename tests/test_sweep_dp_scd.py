@@ -1,15 +1,10 @@
-"""The DP-SCD adapters: calibration = what the solver runs, sampling checked."""
+"""The DP-SCD algorithm specs: calibration = what the solver runs, sampling checked."""
 import numpy as np
 import pytest
 
 from dpcd import privacy
 from dpcd.problems import make_problem
-from dpcd.sweep.adapters import (
-    ADAPTERS,
-    SCD_CALIBRATORS,
-    Budget,
-    get_adapter,
-)
+from dpcd.algorithms import Budget, get
 from dpcd.sweep.problem import SweepProblem
 
 
@@ -27,7 +22,7 @@ def _problem(loss, rng, n=300, p=4):
 @pytest.mark.parametrize("neighbouring", ["replace_one", "paper"])
 @pytest.mark.parametrize("solver", ["dp_scd", "seq_dp_scd", "primal_dp_scd"])
 @pytest.mark.parametrize("sampling", [None, "without_replacement"])
-def test_private_adapters(solver, sampling, neighbouring):
+def test_private_specs(solver, sampling, neighbouring):
     rng = np.random.default_rng(0)
     problem = _problem("logistic", rng)
     primal = solver == "primal_dp_scd"
@@ -39,8 +34,8 @@ def test_private_adapters(solver, sampling, neighbouring):
     if sampling:
         config["sampling"] = sampling
     budget = Budget(1.0, 1e-3, neighbouring=neighbouring)
-    result, ledger = get_adapter(solver)(problem, config, [1, 2], budget)
-    cal = SCD_CALIBRATORS[solver](problem, config, budget)
+    result, ledger = get(solver).run(problem, config, [1, 2], budget)
+    cal = get(solver).calibrate(problem, config, budget)
     mech = ledger.mechanisms[0]
     assert mech.noise_scale == cal.noise_scales
     # seqDP-SCD samples exactly L records without replacement (Lemma 5 at L)
@@ -58,7 +53,7 @@ def test_sampling_mismatch_refused(monkeypatch):
     """A solver that would sample otherwise than accounted does not run."""
     rng = np.random.default_rng(0)
     problem = _problem("squares", rng)
-    import dpcd.sweep.adapters as adapters
+    import dpcd.algorithms.dp_scd as dp_scd
 
     real = privacy.calibrate_dp_scd
 
@@ -66,9 +61,9 @@ def test_sampling_mismatch_refused(monkeypatch):
         kwargs["sampling"] = "without_replacement"
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(adapters.privacy, "calibrate_dp_scd", lying)
+    monkeypatch.setattr(dp_scd.privacy, "calibrate_dp_scd", lying)
     with pytest.raises(ValueError, match="sampling: solver samples 'poisson'"):
-        ADAPTERS["dp_scd"](problem, {"passes": 1, "clip": 1.0, "batch_size": 10}, 0,
+        get("dp_scd").run(problem, {"passes": 1, "clip": 1.0, "batch_size": 10}, 0,
                            Budget(1.0, 1e-3))
 
 
@@ -76,9 +71,9 @@ def test_sampling_mismatch_refused(monkeypatch):
 def test_nonprivate_baselines(loss):
     rng = np.random.default_rng(1)
     problem = _problem(loss, rng)
-    res_scd, led = ADAPTERS["scd"](problem, {"passes": 50}, 0, None)
+    res_scd, led = get("scd").run(problem, {"passes": 50}, 0, None)
     assert led is None
-    res_sgd, led = ADAPTERS["sgd"](problem, {"passes": 50, "step": 0.5, "batch_size": 10},
+    res_sgd, led = get("sgd").run(problem, {"passes": 50, "step": 0.5, "batch_size": 10},
                                    0, None)
     assert led is None
     # SGD gets near SCD's optimum; SCD (exact dual steps) is at least as good

@@ -112,11 +112,11 @@ def test_sweep_metrics_are_each_seeds_own_holdout():
     spec, seeds, table, records = _sweep(problem, "per_seed")
     last = table[table["pass"] == 2].sort_values("seed_index")
     # re-run each seed on its own redrawn problem: same iterate, metrics on its hold-out
-    from dpcd.sweep.adapters import Budget, get_adapter
+    from dpcd.algorithms import Budget, get
     for k, seed in enumerate(seeds):
         redrawn = redraw_validation(problem, seed)
         entropy = run_entropy(seed, stream_identity(spec, CONFIGS[0]))  # the sweep's streams
-        result, _ = get_adapter("dp_scd")(redrawn, CONFIGS[0], entropy, Budget(1.0, 1e-3))
+        result, _ = get("dp_scd").run(redrawn, CONFIGS[0], entropy, Budget(1.0, 1e-3))
         assert last["val_metric"].iloc[k] == evaluate("accuracy", redrawn.X_val,
                                                      redrawn.y_val, result.w)
         assert last["test_metric"].iloc[k] == evaluate("accuracy", problem.X_test,

@@ -2,8 +2,8 @@
 
 Thin facades in the skglm manner: an estimator validates its input, builds a
 datafit + penalty pair (:func:`dpcd.problems.make_problem`) and hands it, with
-its privacy budget, to the same adapter the workflow uses
-(:mod:`dpcd.sweep.adapters`), which calibrates the noise through
+its privacy budget, to the same algorithm spec the workflow runs
+(:mod:`dpcd.algorithms`), which calibrates the noise through
 :mod:`dpcd.privacy` and runs the numba kernel.  So a model fitted here and a
 workflow run with the same settings and seed spend the same budget the same
 way.
@@ -98,22 +98,22 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpcd import privacy
+from dpcd import algorithms, privacy
 from dpcd.leak import warn_nonprivate
 from dpcd.privacy.bounds import private_feature_bound
 from dpcd.problems import make_problem
 from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
-from dpcd.sweep.adapters import Budget, get_adapter
+from dpcd.algorithms import Budget, dp_gcd
 from dpcd.sweep.grid import run_entropy
 from dpcd.sweep.problem import SweepProblem
 
-SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd", "seq_dp_scd", "primal_dp_scd")
-RULES = ("gs_r", "gs_s", "gs_q", "smooth")
+# The built-in private algorithms (dpcd.algorithms); a fit accepts every
+# private algorithm registered at the time, those from outside dpcd included.
+SOLVERS = algorithms.names(private=True, builtin=True)
+RULES = dp_gcd.RULES
 # DP-SCD (Damaskinos et al. 2021): dual, sequential and primal variants
-SCD_SOLVERS = ("dp_scd", "seq_dp_scd", "primal_dp_scd")
+SCD_SOLVERS = tuple(name for name in SOLVERS if algorithms.get(name).record_norm)
 ACCOUNTANTS = ("auto", "rdp", "pld", "paper", "paper_invalid_bound")
-# solvers whose clip is relative to each feature's root mean square
-RELATIVE_CLIP = ("dp_cd", "dp_cd_p", "dp_gcd")
 
 # Checks of sklearn.utils.estimator_checks that cannot apply, by estimator
 # class name, with the reason (used by ``parametrize_with_checks`` in the
@@ -162,7 +162,7 @@ def _seed_of(random_state):
     )
 
 
-def _check_accountant(accountant, solver):
+def _check_accountant(accountant, spec):
     """The accountant a fit runs with; DP-GCD's paper calibration only on request.
 
     DP-GCD's ``"paper"`` calibration (Theorem 4.2) runs report-noisy-max at
@@ -172,19 +172,27 @@ def _check_accountant(accountant, solver):
     carries the caveat ``invalid_bound``).
     """
     accountant = check_choice(accountant, "accountant", ACCOUNTANTS)
-    if solver == "dp_gcd" and accountant == "paper":
+    solver = spec.name
+    if spec.paper_bound_invalid and accountant == "paper":
         raise ValueError(
-            "accountant='paper' with solver='dp_gcd' is the paper's calibration "
+            f"accountant='paper' with solver={solver!r} is the paper's calibration "
             "(Theorem 4.2: noisy max at Delta/eps' over non-monotone scores), whose "
             "epsilon is not a valid bound; use 'auto', 'rdp' or 'pld', or "
             "accountant='paper_invalid_bound' to reproduce the paper (the ledger is "
             "then tagged invalid_bound)")
     if accountant == "paper_invalid_bound":
-        if solver != "dp_gcd":
+        if not spec.paper_bound_invalid:
             raise ValueError("accountant='paper_invalid_bound' is DP-GCD's paper "
                              f"calibration; solver {solver!r} has none: use 'paper'")
         return "paper"
     return accountant
+
+
+def _solvers_of_loss(loss):
+    """The private solvers whose estimator path takes ``loss``."""
+    return tuple(name for name in algorithms.names(private=True)
+                 if loss in algorithms.get(name).losses
+                 and algorithms.get(name).smoothness is None)
 
 
 def _check_positive_int(value, name):
@@ -224,39 +232,29 @@ class _BaseDPLinear(BaseEstimator):
         and sets every fitted attribute but ``coef_``/``intercept_``.
         """
         n_samples, n_features = X.shape
-        solver = check_choice(self.solver, "solver", SOLVERS)
+        solver = check_choice(self.solver, "solver", algorithms.names(private=True))
+        spec = algorithms.get(solver)
         noise = self._check_noise(solver)
-        if solver in SCD_SOLVERS:
-            return self._fit_scd(X, y, solver)
-        if self._loss == "hinge":
+        if spec.record_norm:
+            return self._fit_scd(X, y, spec)
+        if self._loss == "hinge" and spec.smoothness is not None:
+            # this path computes smoothness constants: the loss must be smooth
             raise ValueError(f"loss='hinge' is not smooth: solver must be one of "
-                             f"{SCD_SOLVERS[:2]}, got {solver!r}")
+                             f"{_solvers_of_loss('hinge')}, got {solver!r}")
         epsilon = check_epsilon(self.epsilon)
         delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
         passes = _check_positive_int(self.passes, "passes")
-        step = _check_positive(self.step, "step")
-        clip = self._clip_value(epsilon, solver)
-        accountant = _check_accountant(self.accountant, solver)
+        config = self._config(spec, epsilon)
+        accountant = _check_accountant(self.accountant, spec)
         if noise == "secure":
             accountant = privacy.secure.check_accountant(accountant)
-        privacy.check_neighbouring(solver, self.neighbouring)  # before any release
+        spec.check_neighbouring(self.neighbouring)  # before any release
         budget = Budget(epsilon, delta, accountant, self.neighbouring, noise)
         datafit, penalty = make_problem(self._loss, self.penalty, self._internal_alpha(),
                                         self.l1_ratio)
-        config = {"step": step, "clip": clip, "passes": passes}
-        if solver == "dp_gcd":
-            config["rule"] = check_choice(self.rule, "rule", RULES)
-            if self.penalty not in ("l1", "l2", "none"):
-                raise ValueError("solver='dp_gcd' supports penalty 'l1', 'l2' or 'none', "
-                                 f"got {self.penalty!r}")
-            if self.rule == "smooth" and self.penalty == "l1":
-                raise ValueError("rule='smooth' (Algorithm 1) needs penalty 'l2' or "
-                                 "'none'; use 'gs_r', 'gs_s' or 'gs_q' with 'l1'")
-        if solver == "dp_sgd":
-            config["batch_size"] = _check_positive_int(self.batch_size, "batch_size")
-            if config["batch_size"] > n_samples:
-                raise ValueError(f"batch_size must be <= n_samples = {n_samples}, "
-                                 f"got {self.batch_size!r}")
+        config["passes"] = passes
+        self._check_config(spec, config, n_samples, n_features)
+        clip = config.get("clip")
 
         bound = self._check_bounds(n_features)
         if sp.issparse(X):  # M_j = c * ||X_j||^2 / n without densifying
@@ -285,11 +283,11 @@ class _BaseDPLinear(BaseEstimator):
         # one stream for the solver, one for smoothness (secure: 128 bits from
         # the OS, held only in this frame)
         seq = (np.random.SeedSequence(privacy.secure.secure_entropy()) if noise == "secure"
-               else self._seed_sequence(solver, epsilon, delta, accountant, config))
+               else self._seed_sequence(spec, epsilon, delta, accountant, config))
         solver_ss, smooth_ss = seq.spawn(2)
         estimate = None
         used = smoothness  # the constants that set steps and thresholds
-        if solver == "dp_cd_p":
+        if spec.smoothness == "private":
             estimate = self._private_smoothness(X[:, :n_features], datafit, epsilon,
                                                 np.random.default_rng(smooth_ss), bound,
                                                 noise)
@@ -297,88 +295,83 @@ class _BaseDPLinear(BaseEstimator):
                 estimate["smoothness"] = np.append(estimate["smoothness"],
                                                    smoothness[-1])
             used = estimate["smoothness"]
-        if solver in RELATIVE_CLIP:
+        if spec.relative_clip:
             config["clip"] = clip * self._clip_unit(datafit, used)
         problem = SweepProblem(
             X=X, y=y, datafit=datafit, penalty=penalty, smoothness=smoothness,
-            global_smoothness=(datafit.global_smoothness(X) if solver == "dp_sgd"
+            global_smoothness=(datafit.global_smoothness(X) if spec.smoothness == "global"
                                else np.nan),
             max_abs=(abs(X).max(axis=0).toarray().ravel() if sp.issparse(X)
                      else np.abs(X).max(axis=0)),
         )
         seed = [int(s) for s in solver_ss.generate_state(4)]
-        result, ledger = get_adapter(solver)(
-            problem, config, seed, budget, estimate
-        )
+        result, ledger = spec.run(problem, config, seed, budget, estimate)
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
         self.n_iter_ = passes
         self.n_updates_ = int(result.n_updates)
         return result.w
 
-    def _fit_scd(self, X, y, solver):
-        """Fit with a DP-SCD solver on rows scaled to norm <= 1 (see the notes)."""
+    def _fit_scd(self, X, y, spec):
+        """Fit an algorithm whose calibration assumes records (or, primal,
+        columns) of norm <= 1 (DP-SCD) on rows scaled to that norm (see the notes)."""
         n_samples, n_features = X.shape
+        solver = spec.name
         epsilon = check_epsilon(self.epsilon)
         delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
         passes = _check_positive_int(self.passes, "passes")
-        clip = self._clip_value(epsilon, solver)
-        accountant = _check_accountant(self.accountant, solver)
-        privacy.check_neighbouring(solver, self.neighbouring)  # before any release
+        config = self._config(spec, epsilon)
+        accountant = _check_accountant(self.accountant, spec)
+        spec.check_neighbouring(self.neighbouring)  # before any release
         budget = Budget(epsilon, delta, accountant, self.neighbouring)
-        if self.penalty != "l2":
-            raise ValueError(f"penalty must be 'l2' for {solver} (the paper's "
-                             f"(lambda/2)||w||^2), got {self.penalty!r}")
+        spec.check_problem(self._loss, self.penalty)
         if not isinstance(self.normalize_rows, (bool, np.bool_)):
             raise ValueError(f"normalize_rows must be True or False, got "
                              f"{self.normalize_rows!r}")
         if not (isinstance(self.alpha, numbers.Real) and self.alpha > 0):
             raise ValueError(f"alpha must be > 0 for {solver}, got {self.alpha!r}")
-        primal = solver == "primal_dp_scd"
+        primal = spec.record_norm == "columns"
         self.row_scale_ = 1.0 / np.sqrt(n_samples) if primal else 1.0
         # primal fits theta' = w / row_scale_ on rows of norm row_scale_: the
         # penalty (alpha/2)||w||^2 is (alpha row_scale_^2 / 2)||theta'||^2
         datafit, penalty = make_problem(self._loss, "l2",
                                         self._internal_alpha() * self.row_scale_ ** 2)
         size = n_features + bool(self.fit_intercept) if primal else n_samples
-        batch_size = _check_positive_int(self.batch_size, "batch_size")
-        if batch_size > size:
+        if config.get("batch_size", 1) > size:
             raise ValueError(f"batch_size must be <= {'n_features' if primal else 'n_samples'}"
                              f" = {size} for {solver}, got {self.batch_size!r}")
         if self.fit_intercept:
             X = np.hstack([X, np.ones((n_samples, 1))])
         if self.normalize_rows:
             X = self._normalise(X)
-        config = {"clip": clip, "passes": passes, "batch_size": batch_size}
+        config["passes"] = passes
         problem = SweepProblem(
             X=X, y=y, datafit=datafit, penalty=penalty,
             smoothness=np.full(X.shape[1], np.nan), global_smoothness=np.nan,
             max_abs=np.abs(X).max(axis=0),
         )
-        seq = self._seed_sequence(solver, epsilon, delta, accountant, config)
+        seq = self._seed_sequence(spec, epsilon, delta, accountant, config)
         seed = [int(s) for s in seq.spawn(1)[0].generate_state(4)]
-        result, ledger = get_adapter(solver)(
-            problem, config, seed, budget, None
-        )
+        result, ledger = spec.run(problem, config, seed, budget, None)
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
         self.n_iter_ = passes
         self.n_updates_ = int(result.n_updates)
         return result.w * self.row_scale_
 
-    def _seed_sequence(self, solver, epsilon, delta, accountant, config):
+    def _seed_sequence(self, spec, epsilon, delta, accountant, config):
         """``SeedSequence(run_entropy(random_state, settings))``: fits that differ in
         any setting (epsilon, step, clip, ...) draw independent noise, even with
         the same ``random_state``; the same settings and int give the same model."""
         identity = {
-            "estimator": type(self).__name__, "solver": solver, "loss": self._loss,
+            "estimator": type(self).__name__, "solver": spec.name, "loss": self._loss,
             "epsilon": epsilon, "delta": delta, "accountant": accountant,
             "neighbouring": self.neighbouring,
             "penalty": self.penalty, "alpha": float(self.alpha),
             "l1_ratio": float(self.l1_ratio), "fit_intercept": bool(self.fit_intercept),
             **config,
         }
-        if solver == "dp_cd_p":
+        if spec.smoothness == "private":
             identity["smoothness_fraction"] = float(self.smoothness_fraction)
             identity["bounds"] = (None if self.bounds is None else np.broadcast_to(
                 np.asarray(self.bounds, dtype=float), (self.n_features_in_,)).tolist())
@@ -405,13 +398,38 @@ class _BaseDPLinear(BaseEstimator):
         return noise
 
 
-    def _clip_value(self, epsilon, solver):
+    def _clip_value(self, epsilon, spec):
         """``clip``, with ``"auto"`` (the classifier's default) resolved:
         ``min(1, 0.5 sqrt(epsilon))`` for DP-CD and DP-GCD's relative clip,
         1 for the other solvers (their earlier default)."""
         if isinstance(self.clip, str) and self.clip == "auto":
-            return min(1.0, 0.5 * np.sqrt(epsilon)) if solver in RELATIVE_CLIP else 1.0
+            return min(1.0, 0.5 * np.sqrt(epsilon)) if spec.relative_clip else 1.0
         return _check_positive(self.clip, "clip")
+
+    def _config(self, spec, epsilon):
+        """The run's hyperparameters, in the order of the spec: each estimator
+        parameter of the same name, validated by the spec (``clip``: see
+        :meth:`_clip_value`)."""
+        config = {}
+        for hp in spec.hyperparameters:
+            if not hp.estimator:
+                continue
+            if hp.name == "clip":
+                config["clip"] = self._clip_value(epsilon, spec)
+                continue
+            if hp.name not in self._get_param_names():
+                raise ValueError(f"solver {spec.name!r} needs hyperparameter {hp.name!r}, "
+                                 f"which the estimators do not have")
+            value = getattr(self, hp.name)
+            config[hp.name] = hp.validate(value, hp.name) if hp.validate else value
+        return config
+
+    def _check_config(self, spec, config, n_samples, n_features):
+        """The spec's (loss, penalty) and cross-hyperparameter checks."""
+        spec.check_problem(self._loss, self.penalty)
+        if spec.check is not None:
+            spec.check(config, {"loss": self._loss, "penalty": self.penalty,
+                                "n_samples": n_samples, "n_features": n_features})
 
     def _check_bounds(self, n_features):
         """The public bound on |x_ij| as an array of shape (n_features,), or None."""
@@ -467,7 +485,7 @@ class _BaseDPLinear(BaseEstimator):
         if sp.issparse(X):
             # the coordinate kernels walk CSC and DP-SGD CSR (converted by the
             # sweep problem); only DP-SCD's kernels walk dense arrays
-            X = X.toarray() if self.solver in SCD_SOLVERS else X.tocsc()
+            X = X.toarray() if self._record_norm() else X.tocsc()
         return X, y
 
     def _decision(self, X):
@@ -476,7 +494,7 @@ class _BaseDPLinear(BaseEstimator):
                           dtype=np.float64, reset=False)
         scores = np.asarray(X @ np.ravel(self.coef_)).ravel()
         scores = scores + np.ravel(self.intercept_)[0]
-        if self.solver in SCD_SOLVERS and self.normalize_rows:
+        if self._record_norm() and self.normalize_rows:
             # the model was fitted on rows scaled to norm row_scale_
             sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() if hasattr(X, "multiply") \
                 else np.einsum("ij,ij->i", X, X)
@@ -484,6 +502,14 @@ class _BaseDPLinear(BaseEstimator):
             norms[norms == 0] = 1.0
             scores = scores / norms
         return scores
+
+    def _record_norm(self):
+        """The solver's ``record_norm`` (None for an unknown solver, which
+        ``fit`` refuses with its own message)."""
+        try:
+            return algorithms.get(self.solver).record_norm
+        except (ValueError, TypeError):
+            return None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -505,7 +531,9 @@ _PARAMETERS_DOC = """
         records drawn without replacement: Lemma 5's noise must bound the
         batch drawn) or primal (Algorithm 2, ``batch_size`` coordinates per
         step); L2 penalty only.  DP-SCD releases ``coef_`` (θ) only; its dual
-        variables are internal and not kept.
+        variables are internal and not kept.  Any other private algorithm
+        registered with :func:`dpcd.algorithms.register` is accepted by name
+        (docs/add_your_own_solver.md).
     epsilon : float, default=1.0
         Target ε > 0 of the whole fit (smoothness estimation included).
     delta : float, optional

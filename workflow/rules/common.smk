@@ -5,6 +5,8 @@ import math
 import os
 from types import SimpleNamespace
 
+import yaml
+
 from snakemake.utils import validate
 
 validate(config, "../schemas/config.schema.yaml")
@@ -143,24 +145,22 @@ def solver_entry(exp, name):
     return solver, entry, passes
 
 
+# Solvers from outside dpcd (config algorithms): every job imports them.
+if config["algorithms"]:
+    os.environ.update(
+        DPCD_ALGORITHMS=os.pathsep.join(
+            os.path.abspath(m) if m.endswith(".py") else m for m in config["algorithms"]
+        )
+    )
 try:  # as the registry check: the solve jobs check again where dpcd is not importable
-    from dpcd.privacy.calibrate import check_neighbouring as _check_neighbouring
+    from dpcd.algorithms import check_solvers as _check_solvers
 except ImportError:
-    _check_neighbouring = None
-if _check_neighbouring is not None:
-    for _name, _exp in config["experiments"].items():
-        for _entry in _exp["solvers"]:
-            _solver, _grid, _ = solver_entry(_exp, _entry)
-            try:
-                _check_neighbouring(
-                    _solver,
-                    _exp["privacy"].get("neighbouring", "replace_one"),
-                    _grid.get("sampling"),
-                )
-            except ValueError as exc:
-                raise ValueError(
-                    f"config: experiments.{_name}.privacy.neighbouring, solver {_entry}: {exc}"
-                ) from None
+    _check_solvers = None
+if _check_solvers is not None:  # names, grids, (loss, penalty) and relation
+    with open(
+        os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
+    ) as f:
+        _check_solvers(config, yaml.safe_load(f)["$defs"])
 
 
 def private_smoothness_inputs(wildcards):

@@ -187,7 +187,7 @@ def hyperparameters_markdown(table, published=None):
 def solo_times(table):
     """``table`` with each cell's running time from its fresh re-runs where
     there are some: those are timed alone, while a sweep runs DP-SGD's
-    configurations of one seed together (:data:`dpcd.sweep.adapters.MANY`)
+    configurations of one seed together (an algorithm spec's ``run_many``)
     and records each an amortised share of the call."""
     if "fresh_time_mean" not in table:
         return table

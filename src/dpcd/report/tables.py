@@ -15,7 +15,7 @@ tag ``hyperparameter_selection`` among their non-private inputs.
 import numpy as np
 import pandas as pd
 
-from dpcd.sweep.adapters import HYPERPARAMETERS
+from dpcd.algorithms import table_hyperparameters
 from dpcd.sweep.metrics import HIGHER_IS_BETTER
 
 SELECT_BY = ("last_objective", "validation")
@@ -144,7 +144,8 @@ def summary_table(runs, select_by="last_objective"):
         nnz_correct=("nnz_correct", "mean"),
         nnz_incorrect=("nnz_incorrect", "mean"),
     )
-    hyper = last.groupby("config_id")[list(HYPERPARAMETERS)].first().reset_index()
+    hyperparameters = [name for name in table_hyperparameters() if name in last]
+    hyper = last.groupby("config_id")[hyperparameters].first().reset_index()
     table = aggregated.merge(hyper, on="config_id")
     counts = runs.groupby(GROUP)["config_id"].nunique().rename("n_configs").reset_index()
     table = table.merge(counts, on=GROUP)
@@ -161,7 +162,7 @@ def summary_table(runs, select_by="last_objective"):
         table = table.merge(stats, on=GROUP + ["config_id"])
         holdout = ["metric", "val_metric_median", "test_metric_median",
                    "test_metric_q25", "test_metric_q75"]
-    columns = GROUP + list(HYPERPARAMETERS) + [
+    columns = GROUP + hyperparameters + [
         "rel_error_mean", "rel_error_std", *holdout, "time_mean", "time_std",
         "epsilon_achieved", RELATION, "delta", "n_seeds", "n_configs", "status", "config_id",
         "nnz_correct", "nnz_incorrect",

@@ -1,14 +1,9 @@
-"""Compile the solver kernels once (into ``NUMBA_CACHE_DIR``), by family."""
-import numpy as np
+"""Compile the solver kernels once (into ``NUMBA_CACHE_DIR``), by family.
 
-# Kernel family of each sweep adapter (dpcd.sweep.adapters): a job loads the
-# families of its solvers only.
-FAMILIES = {
-    "cd": "dp_cd", "dp_cd": "dp_cd", "dp_cd_p": "dp_cd",
-    "dp_sgd": "dp_sgd", "sgd": "dp_sgd",
-    "dp_gcd": "dp_gcd",
-    "dp_scd": "dp_scd", "seq_dp_scd": "dp_scd", "primal_dp_scd": "dp_scd", "scd": "dp_scd",
-}
+Each algorithm spec (:mod:`dpcd.algorithms`) names the family of its kernels;
+:func:`dpcd.algorithms.warmup` maps solver names to families.
+"""
+import numpy as np
 
 
 def _problem():
@@ -101,6 +96,7 @@ def _dp_scd(X, y):
 
 _WARM = {"reference": _reference, "dp_cd": _dp_cd, "dp_sgd": _dp_sgd,
          "dp_gcd": _dp_gcd, "dp_scd": _dp_scd}
+KERNEL_FAMILIES = tuple(_WARM)
 
 
 def warmup(families=None):
@@ -115,21 +111,18 @@ def warmup(families=None):
     Parameters
     ----------
     families : iterable of str, optional
-        Keys of ``_WARM`` ("reference", "dp_cd", "dp_sgd", "dp_gcd", "dp_scd")
-        or sweep adapter names (mapped by :data:`FAMILIES`); every family if
-        None.
+        Keys of ``_WARM`` ("reference", "dp_cd", "dp_sgd", "dp_gcd", "dp_scd");
+        every family if None (solver names: :func:`dpcd.algorithms.warmup`).
 
     Returns
     -------
     names : list of str
         The families that were compiled or loaded.
     """
-    names = sorted(_WARM) if families is None else sorted(
-        {FAMILIES.get(name, name) for name in families})
+    names = sorted(_WARM) if families is None else sorted(set(families))
     unknown = [name for name in names if name not in _WARM]
     if unknown:
-        raise ValueError(f"warmup: unknown kernel families {unknown}; known: {sorted(_WARM)} "
-                         f"and the sweep's solvers {sorted(FAMILIES)}")
+        raise ValueError(f"warmup: unknown kernel families {unknown}; known: {sorted(_WARM)}")
     X, y = _problem()
     for name in names:
         _WARM[name](X, y)

@@ -16,10 +16,10 @@ log = logging.getLogger("dpcd")
 
 def cmd_warmup(args):
     """Compile kernels once into NUMBA_CACHE_DIR before parallel jobs run."""
-    from dpcd import solvers
+    from dpcd import algorithms
 
     start = time.perf_counter()
-    families = solvers.warmup(args.families)
+    families = algorithms.warmup(args.families)
     elapsed = time.perf_counter() - start
     log.info("compiled kernels of %s in %.1f s (cache: %s)", ", ".join(families), elapsed,
              os.environ.get("NUMBA_CACHE_DIR"))
@@ -68,7 +68,7 @@ def cmd_solve(args):
     runs built and written) and the rest (tidy tables, ledgers, Python around
     the runs).
     """
-    from dpcd import solvers
+    from dpcd import algorithms
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
     from dpcd.sweep.problem import load_problem
@@ -83,7 +83,7 @@ def cmd_solve(args):
     split = {"loading": time.perf_counter() - wall}
     # load (or compile) the solver's kernels now, so no run of the sweep pays for it
     start = time.perf_counter()
-    solvers.warmup([spec.get("adapter", spec["solver"])])
+    algorithms.warmup([spec.get("adapter", spec["solver"])])
     split["jit"] = time.perf_counter() - start
     calibration0 = cache.STATS["seconds"]
     start = time.perf_counter()

@@ -6,7 +6,7 @@ minimum of noisy means). Re-running each selected configuration on seeds it
 was not selected on gives an unbiased one. The fresh seeds come from their own
 ``SeedSequence`` branch, one set per cell (experiment, solver, epsilon,
 passes; :func:`dpcd.sweep.grid.fresh_seeds`), so the fresh runs of two cells
-are independent releases; the runs go through the same adapters as the sweep
+are independent releases; the runs go through the same algorithm specs as the sweep
 (:func:`dpcd.sweep.run.run_configurations`).
 
 Each fresh run is a new private release with its own ledger, which records
@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from dpcd import solvers
+from dpcd import algorithms
 from dpcd.sweep.grid import config_id, configurations, fresh_cell, fresh_seeds
 from dpcd.sweep.run import (
     epsilons_of,
@@ -132,7 +132,7 @@ def run_fresh_solvers(spec, table, problem, reference):
     solver, runs, records, run_spec
         One solver's :func:`run_fresh` output, in the solvers' sorted order.
     """
-    solvers.warmup([s.get("adapter", s["solver"]) for s in spec["solvers"].values()])
+    algorithms.warmup([s.get("adapter", s["solver"]) for s in spec["solvers"].values()])
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
     for solver, solver_spec in sorted(spec["solvers"].items()):
         start = time.perf_counter()

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dpcd import privacy
+from dpcd import algorithms, privacy
+from dpcd.algorithms import Budget
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
-from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, NONPRIVATE_ADAPTERS, Budget, get_adapter
 from dpcd.sweep.grid import (
     chunk_of,
     config_id,
@@ -158,9 +158,9 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
 def stream_identity(spec, config):
     """What a run's streams are keyed by (:func:`dpcd.sweep.grid.run_identity`):
     the experiment and the configuration, without epsilon for a solver that
-    reads no budget (:data:`dpcd.sweep.adapters.NONPRIVATE_ADAPTERS`), whose runs
+    reads no budget (a non-private :class:`dpcd.algorithms.Algorithm`), whose runs
     at two epsilons are then one run."""
-    if spec.get("adapter", spec["solver"]) in NONPRIVATE_ADAPTERS:
+    if not algorithms.get(spec.get("adapter", spec["solver"])).private:
         config = {k: v for k, v in config.items() if k != "epsilon"}
     return run_identity(spec["experiment"], config)
 
@@ -192,7 +192,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         ``hyperparameter_selection`` for configurations chosen on the data).
     together : bool, default=True
         Run the configurations of one seed in one kernel call where the
-        solver can (:data:`dpcd.sweep.adapters.MANY`): the same results, each
+        solver can (its spec's ``run_many``): the same results, each
         run's ``time`` then an amortised share of the call. False times every
         run alone (the fresh re-runs, whose times Table 3 reports).
 
@@ -202,8 +202,9 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         As for :func:`run_chunk`.
     """
     # A named variant (config entry {solver: dp_gcd, rule: gs_q}) runs the
-    # adapter ``spec["adapter"]``; its rows and curves keep the entry's name.
-    adapter = get_adapter(spec.get("adapter", spec["solver"]))
+    # algorithm ``spec["adapter"]``; its rows and curves keep the entry's name.
+    algorithm = algorithms.get(spec.get("adapter", spec["solver"]))
+    adapter = algorithm.run
     privacy_spec = spec["privacy"]
     delta = resolve_delta(privacy_spec, problem.n_samples)
     accountant = privacy_spec.get("accountant", "auto")
@@ -218,7 +219,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     started = clock.monotonic()
     budgets = [Budget(config["epsilon"], delta, accountant, neighbouring, noise)
                for config in configs]
-    many = MANY.get(spec.get("adapter", spec["solver"])) if together else None
+    many = algorithm.run_many if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
     # of configurations whose final iterates (block x seeds x features) stay
     # within TOGETHER_ENTRIES doubles: a whole chunk at 8 or 1 000 features, 38
@@ -336,7 +337,7 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
         "time": elapsed,
         "status": status,
     }
-    for name in HYPERPARAMETERS:
+    for name in algorithms.table_hyperparameters():
         columns[name] = float(config[name]) if name in config else np.nan
     achieved = [
         ledger.epsilon_achieved if ledger is not None else np.nan for ledger in ledgers
@@ -386,7 +387,7 @@ def _empty_table():
     columns = [
         "experiment", "solver", "config_id", "epsilon", "delta", "passes",
         "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
-        *HYPERPARAMETERS, "epsilon_achieved", "neighbouring", "nonprivate_inputs",
+        *algorithms.table_hyperparameters(), "epsilon_achieved", "neighbouring", "nonprivate_inputs",
         "metric", "val_metric", "test_metric", "nnz_correct", "nnz_incorrect",
     ]
     return pd.DataFrame({name: [] for name in columns})

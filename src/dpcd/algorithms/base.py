@@ -1,0 +1,236 @@
+"""What an algorithm declares: :class:`Algorithm`, its :class:`Hyperparameter` s
+and the :class:`Budget` a run is given.
+
+An algorithm spec is the one place that knows a solver as the workflow and the
+estimators see it (benchopt's "a solver is one file", skglm's "a solver
+declares what it needs"): its name, its hyperparameters with their validators
+and defaults, the (loss, penalty) pairs it supports, the kernel family the
+warm-up compiles, how it calibrates its noise (through :mod:`dpcd.privacy`)
+and how it runs (its kernel in :mod:`dpcd.solvers`).
+"""
+import numbers
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from dpcd.privacy.validation import check_choice
+
+LOSSES = ("squares", "logistic", "hinge")
+PENALTIES = ("l1", "l2", "elastic_net", "none")
+# the JSON schema of a hyperparameter grid, defined once in the config schema
+GRID = {"$ref": "#/$defs/grid"}
+INT_GRID = {"type": "array", "items": {"type": "integer", "minimum": 1}}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The privacy settings of one run: target epsilon, delta, accountant and
+    neighbouring relation (``"paper"``: each solver's paper's own) and noise
+    mode (``"secure"``: see :mod:`dpcd.privacy.secure`)."""
+
+    epsilon: float
+    delta: float
+    accountant: str = "auto"
+    neighbouring: str = "replace_one"
+    noise: str = "fast"
+
+
+def positive_number(value, name):
+    """``value`` as float; a finite number > 0 (not a bool)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0
+    if not ok or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def positive_int(value, name):
+    """``value`` as int; an integer >= 1 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def choice(*choices):
+    """A validator accepting one of ``choices``."""
+    def check(value, name):
+        return check_choice(value, name, choices)
+    return check
+
+
+@dataclass(frozen=True)
+class Hyperparameter:
+    """One hyperparameter of an algorithm.
+
+    Attributes
+    ----------
+    name : str
+        The config key (workflow grid) and the estimator's attribute.
+    schema : dict
+        JSON schema of its workflow value (a grid: a list or a geomspace).
+    validate : callable, optional
+        ``validate(value, name) -> value`` for one value (the estimators');
+        raises ``ValueError`` naming ``name``.
+    default : object, optional
+        The workflow default (written into the config schema).
+    estimator : bool, default=True
+        Whether the estimators pass it to the run (False: a workflow-only knob).
+    """
+
+    name: str
+    schema: dict
+    validate: Optional[Callable] = None
+    default: object = None
+    estimator: bool = True
+
+    @property
+    def is_column(self):
+        """A numeric grid: a column of the tidy tables."""
+        return self.schema == GRID or (
+            self.schema.get("type") == "array"
+            and self.schema.get("items", {}).get("type") in ("number", "integer"))
+
+    def grid_schema(self):
+        """Its property in the config schema."""
+        schema = dict(self.schema)
+        if self.default is not None:
+            schema["default"] = self.default
+        return schema
+
+
+STEP = Hyperparameter("step", GRID, positive_number)
+CLIP = Hyperparameter("clip", GRID, positive_number)
+BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """The spec of one algorithm (see :mod:`dpcd.algorithms`).
+
+    Attributes
+    ----------
+    name : str
+        Its name in configs, tables, MLflow and the estimators' ``solver``.
+    description : str
+        One line for the config schema and the docs.
+    run : callable
+        ``run(problem, config, seed, budget, private_smoothness=None) ->
+        (SolverResult, Ledger or None)``: calibrates the noise for ``budget``
+        (a :class:`Budget`), runs the kernel on the
+        :class:`~dpcd.sweep.problem.SweepProblem` ``problem`` with the
+        configuration ``config`` (its hyperparameters and ``passes``) and the
+        entropy ``seed``, and returns the result and its ledger (None when
+        nothing private is released), every non-private input recorded on it.
+    hyperparameters : tuple of Hyperparameter
+        Its grid (``passes`` is every algorithm's, not listed).
+    required : tuple of str
+        Hyperparameters a config must give.
+    private : bool
+        Whether it releases under a budget (the estimators offer only these;
+        the sweep runs a non-private one once for all epsilons).
+    losses, penalties : tuple of str
+        The (loss, penalty) pairs it supports (their product).
+    family : str or None
+        Warm-up family of its kernels (:mod:`dpcd.solvers.warmup`), or None.
+    warm : callable, optional
+        ``warm()`` compiles the kernels of an algorithm from outside the
+        package (its own family); built-in families are warmed by
+        :func:`dpcd.solvers.warmup.warmup`.
+    calibrate : callable, optional
+        ``calibrate(problem, config, budget) -> Calibration``: the noise a run
+        gets, without running it (tests, ``dpcd budget``).
+    run_many : callable, optional
+        ``run_many(problem, configs, seeds, budgets)``: several configurations
+        of one seed in shared kernel calls, each bit for bit the run alone.
+    check : callable, optional
+        ``check(config, problem)``: cross-hyperparameter checks of one
+        configuration (``problem``: a dict of ``loss``, ``penalty``,
+        ``n_samples``, ``n_features``); raises ``ValueError``.
+    relations : tuple of str, optional
+        Neighbouring relations it calibrates under, for an algorithm from
+        outside the package; None: :func:`dpcd.privacy.check_neighbouring`
+        (the built-in algorithms').
+    relative_clip : bool
+        ``clip`` is relative to each feature's root mean square (estimators).
+    smoothness : {"coordinate", "private", "global", None}
+        What the estimators compute for it: exact coordinate constants M_j,
+        privately released ones (DP-CD-P), the global beta as well, or none.
+    record_norm : {None, "rows", "columns"}
+        Records (rows) or columns of norm <= 1 that the calibration assumes:
+        the estimators scale them (DP-SCD).
+    paper_bound_invalid : bool
+        Its paper's calibration reports an epsilon that is not a valid bound
+        (DP-GCD): refused unless asked for as ``"paper_invalid_bound"``.
+    schema : dict, optional
+        Extra keywords of its config-schema entry (``if``/``then``).
+    """
+
+    name: str
+    description: str
+    run: Callable
+    hyperparameters: tuple = ()
+    required: tuple = ()
+    private: bool = True
+    losses: tuple = LOSSES
+    penalties: tuple = PENALTIES
+    family: Optional[str] = None
+    warm: Optional[Callable] = None
+    calibrate: Optional[Callable] = None
+    run_many: Optional[Callable] = None
+    check: Optional[Callable] = None
+    relations: Optional[tuple] = None
+    relative_clip: bool = False
+    smoothness: Optional[str] = "coordinate"
+    record_norm: Optional[str] = None
+    paper_bound_invalid: bool = False
+    schema: dict = field(default_factory=dict)
+
+    def hyperparameter(self, name):
+        """The :class:`Hyperparameter` ``name`` (KeyError if it has none)."""
+        for hp in self.hyperparameters:
+            if hp.name == name:
+                return hp
+        raise KeyError(name)
+
+    def supports(self, loss, penalty):
+        """Whether it solves the (loss, penalty) problem."""
+        return loss in self.losses and penalty in self.penalties
+
+    def check_problem(self, loss, penalty):
+        """Refuse a (loss, penalty) pair it does not support, naming what it does."""
+        if loss not in self.losses:
+            raise ValueError(f"loss must be {_either(self.losses)} for solver "
+                             f"{self.name!r} (the losses it supports), got {loss!r}")
+        if penalty not in self.penalties:
+            raise ValueError(f"penalty must be {_either(self.penalties)} for solver "
+                             f"{self.name!r} (the penalties it supports), got {penalty!r}")
+
+    def check_neighbouring(self, relation, samplings=None):
+        """Refuse, before anything runs, a relation it cannot be calibrated under."""
+        from dpcd import privacy
+
+        if self.relations is None or not self.private:
+            privacy.check_neighbouring(self.name, relation, samplings)
+            return
+        check_choice(relation, "neighbouring", privacy.NEIGHBOURING)
+        if relation not in (*self.relations, "paper"):
+            raise ValueError(f"solver {self.name!r} is calibrated under "
+                             f"{_either(self.relations)}, not {relation!r}")
+
+    def grid_schema(self):
+        """Its entry of ``experiments.<name>.solvers`` in the config schema."""
+        properties = {hp.name: hp.grid_schema() for hp in self.hyperparameters}
+        properties["passes"] = {"$ref": "#/$defs/passes"}
+        schema = {"type": "object", "description": self.description,
+                  "additionalProperties": False}
+        if self.required:
+            schema["required"] = list(self.required)
+        schema["properties"] = properties
+        schema.update(self.schema)
+        return schema
+
+
+def _either(names):
+    names = [repr(name) for name in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

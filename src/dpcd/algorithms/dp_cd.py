@@ -1,0 +1,64 @@
+"""DP-CD (Mangold et al. 2022, Algorithm 1) with exact smoothness constants.
+
+References
+----------
+P. Mangold, A. Bellet, J. Salmon, M. Tommasi. "Differentially Private
+Coordinate Descent for Composite Empirical Risk Minimization", ICML 2022.
+https://arxiv.org/abs/2110.11688
+"""
+from dpcd import privacy, solvers
+from dpcd.algorithms.base import CLIP, STEP, Algorithm
+
+
+def calibrate_clipped(problem, config, clip, epsilon, budget):
+    """DP-CD's calibration at thresholds ``clip`` and ``epsilon``, and in secure
+    mode its grid and exact sampler (shared with DP-CD-P)."""
+    accountant = budget.accountant
+    if budget.noise == "secure":
+        accountant = privacy.secure.check_accountant(accountant)
+    calibration = privacy.calibrate_dp_cd(
+        problem.n_samples, problem.n_features, config["passes"], clip,
+        epsilon, budget.delta, accountant=accountant, relation=budget.neighbouring,
+    )
+    if budget.noise != "secure":
+        return calibration, None
+    secure = privacy.secure.secure_dp_cd(calibration, problem.n_samples)
+    return secure.calibration, secure
+
+
+def run_with(problem, config, seed, smoothness, clip, calibration, secure):
+    """DP-CD's kernel at the given constants, thresholds and calibration."""
+    return solvers.dp_cd(
+        problem.X_cols, problem.y, problem.datafit, problem.penalty,
+        smoothness=smoothness, step=config["step"], clip=clip,
+        noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed,
+        check_input=False, secure=secure,
+    )
+
+
+def calibrate(problem, config, budget):
+    """The noise of one DP-CD configuration (exact smoothness constants)."""
+    clip = solvers.coordinate_clip(problem.smoothness, config["clip"])
+    return calibrate_clipped(problem, config, clip, budget.epsilon, budget)[0]
+
+
+def run(problem, config, seed, budget, private_smoothness=None):
+    """DP-CD (Mangold et al. 2022, Algorithm 1) with exact smoothness constants."""
+    smoothness = problem.smoothness
+    clip = solvers.coordinate_clip(smoothness, config["clip"])
+    calibration, secure = calibrate_clipped(problem, config, clip, budget.epsilon, budget)
+    result = run_with(problem, config, seed, smoothness, clip, calibration, secure)
+    return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
+
+
+SPEC = Algorithm(
+    name="dp_cd",
+    description="DP-CD (Mangold et al. 2022, Algorithm 1) with exact smoothness constants.",
+    run=run,
+    calibrate=calibrate,
+    hyperparameters=(STEP, CLIP),
+    required=("step", "clip"),
+    losses=("squares", "logistic"),
+    family="dp_cd",
+    relative_clip=True,
+)

@@ -1,0 +1,94 @@
+"""DP-SCD (Damaskinos et al. 2021): dual mini-batch DP-SCD (Algorithm 1),
+seqDP-SCD (Algorithm 3, sequential updates within the batch) and primal
+DP-SCD (Algorithm 2); L2 penalty, records (or, primal, columns) of norm <= 1.
+
+Config keys: passes (epochs), clip (C), batch_size (L), sampling (optional:
+"poisson" or "without_replacement", default per solver and relation:
+:func:`dpcd.privacy.default_sampling`; primal uses every record: "none"),
+max_batch_size (seqDP-SCD with Poisson batches: L_max or "auto").
+
+References
+----------
+G. Damaskinos, C. Mendler-Dünner, R. Guerraoui, N. Papandreou, T. Parnell.
+"Differentially Private Stochastic Coordinate Descent", AAAI 2021.
+"""
+from functools import partial
+
+from dpcd import privacy, solvers
+from dpcd.algorithms.base import CLIP, GRID, Algorithm, Hyperparameter, positive_int
+
+BATCH_SIZE = Hyperparameter(
+    "batch_size", {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
+    positive_int)
+STEP = Hyperparameter("step", GRID, estimator=False)  # accepted, unused
+SAMPLING = Hyperparameter("sampling", {
+    "enum": ["poisson", "without_replacement"],
+    "description": (
+        "Records per batch (dual, seq; primal uses every record): Poisson with rate "
+        "L/n (zero-record relation) or exactly L drawn without replacement "
+        "(replace-one, RDP accountant). Default: poisson for dp_scd, "
+        "without_replacement for seq_dp_scd.")}, estimator=False)
+MAX_BATCH_SIZE = Hyperparameter("max_batch_size", {
+    "oneOf": [{"type": "integer", "minimum": 1}, {"const": "auto"}],
+    "description": (
+        "seq_dp_scd with sampling poisson only, and required there: L_max, the batch "
+        "size Lemma 5's noise is calibrated at (the probability of a larger batch is "
+        "charged to delta); auto picks the smallest L_max whose tail is at most 1 % "
+        "of delta.")}, estimator=False)
+HYPERPARAMETERS = (CLIP, BATCH_SIZE, STEP, SAMPLING, MAX_BATCH_SIZE)
+
+
+def _sampling(config, variant, budget):
+    if variant == "primal":
+        return "none"
+    solver = "seq_dp_scd" if variant == "seq" else "dp_scd"
+    return config.get("sampling", privacy.default_sampling(solver, budget.neighbouring))
+
+
+def calibrate(problem, config, budget, variant):
+    """Noise of one configuration of DP-SCD ``variant`` ("dual": Algorithm 1,
+    Lemma 1; "seq": Algorithm 3, Lemma 5; "primal": Algorithm 2, Lemma 4)."""
+    return privacy.calibrate_dp_scd(
+        problem.n_samples, problem.n_features, int(config["batch_size"]), config["clip"],
+        budget.epsilon, budget.delta, passes=config["passes"], variant=variant,
+        sampling=_sampling(config, variant, budget), accountant=budget.accountant,
+        relation=budget.neighbouring,
+        max_batch_size=config.get("max_batch_size"),
+    )
+
+
+def run(problem, config, seed, budget, private_smoothness=None, variant="dual"):
+    """DP-SCD ``variant`` with its calibration; the solver samples as the budget
+    was accounted, or does not run."""
+    calibration = calibrate(problem, config, budget, variant)
+    sampling = _sampling(config, variant, budget)
+    privacy.check_sampling(calibration, sampling)
+    X = problem.X_fortran if variant == "primal" else problem.X_c
+    result = solvers.dp_scd(
+        X, problem.y, problem.datafit, problem.penalty, clip=config["clip"],
+        noise_scale=calibration.noise_scales, passes=config["passes"],
+        batch_size=int(config["batch_size"]), seed=seed, variant=variant,
+        sampling=sampling, check_input=False,
+    )
+    return result, calibration.ledger
+
+
+def _spec(name, variant, description, **kw):
+    return Algorithm(
+        name=name, description=description,
+        run=partial(run, variant=variant), calibrate=partial(calibrate, variant=variant),
+        hyperparameters=HYPERPARAMETERS, required=("clip", "batch_size"),
+        penalties=("l2",), family="dp_scd", smoothness=None,
+        record_norm="columns" if variant == "primal" else "rows", **kw)
+
+
+DUAL = _spec("dp_scd", "dual", "Dual mini-batch DP-SCD (Damaskinos et al. 2021, "
+             "Algorithm 1); clip = C, batch_size = L.")
+SEQ = _spec("seq_dp_scd", "seq", (
+    "seqDP-SCD (Algorithm 3, sequential updates within the batch). Lemma 5's noise "
+    "grows with the batch drawn: Poisson batches (sampling poisson) need max_batch_size."),
+    schema={"if": {"required": ["sampling"], "properties": {"sampling": {"const": "poisson"}}},
+            "then": {"required": ["max_batch_size"]}})
+PRIMAL = _spec("primal_dp_scd", "primal", "Primal DP-SCD (Algorithm 2, Appendix B).",
+               losses=("squares", "logistic"))
+SPECS = (DUAL, SEQ, PRIMAL)

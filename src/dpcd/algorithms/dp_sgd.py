@@ -1,0 +1,83 @@
+"""Proximal DP-SGD with Poisson-sampled batches (the DP-CD and DP-GCD papers'
+baseline), calibrated under the budget's relation (sensitivity C, or 2C
+replace-one)."""
+from dpcd import privacy, solvers
+from dpcd.algorithms.base import CLIP, INT_GRID, STEP, Algorithm, Hyperparameter, positive_int
+
+BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int, default=[1])
+
+
+def check(config, problem):
+    """The expected batch is at most the data."""
+    if config.get("batch_size", 1) > problem["n_samples"]:
+        raise ValueError(f"batch_size must be <= n_samples = {problem['n_samples']}, "
+                         f"got {config['batch_size']!r}")
+
+
+def calibrate(problem, config, budget):
+    """The noise of one DP-SGD configuration."""
+    return privacy.calibrate_dp_sgd(
+        problem.n_samples, int(config.get("batch_size", 1)), config["passes"],
+        config["clip"], budget.epsilon, budget.delta, accountant=budget.accountant,
+        relation=budget.neighbouring)
+
+
+def run(problem, config, seed, budget, private_smoothness=None):
+    """Proximal DP-SGD with Poisson-sampled batches (the papers' baseline),
+    calibrated under ``budget.neighbouring`` (sensitivity C, or 2C replace-one)."""
+    return run_many(problem, [config], [seed], [budget])[0]
+
+
+def run_many(problem, configs, seeds, budgets):
+    """:func:`run` for several configurations, ``seeds[k]`` the seed of
+    ``configs[k]``: kernel calls per batch size (:func:`dpcd.solvers.dp_sgd_many`
+    with one seed per run: no shared draws), each run bit for bit the run
+    alone; its ``time`` is an amortised share of the call.
+
+    Returns
+    -------
+    list of (SolverResult, Ledger)
+        In the order of ``configs``.
+    """
+    out = [None] * len(configs)
+    by_batch = {}
+    for index, config in enumerate(configs):
+        by_batch.setdefault(int(config.get("batch_size", 1)), []).append(index)
+    # hinge has no smoothness constant: the step is the learning rate itself
+    beta = 1.0 if problem.global_smoothness is None else problem.global_smoothness
+    for batch_size, indices in by_batch.items():
+        calibrations = [
+            privacy.calibrate_dp_sgd(
+                problem.n_samples, batch_size, configs[i]["passes"], configs[i]["clip"],
+                budgets[i].epsilon, budgets[i].delta, accountant=budgets[i].accountant,
+                relation=budgets[i].neighbouring)
+            for i in indices]
+        results = solvers.dp_sgd_many(
+            problem.X_rows, problem.y, problem.datafit, problem.penalty,
+            steps=[configs[i]["step"] for i in indices],
+            clips=[configs[i]["clip"] for i in indices],
+            noise_scales=[c.noise_scales for c in calibrations],
+            passes=[configs[i]["passes"] for i in indices],
+            seeds=[seeds[i] for i in indices], batch_size=batch_size,
+            global_smoothness=beta, check_input=False,
+        )
+        for i, result, calibration in zip(indices, results, calibrations):
+            ledger = calibration.ledger
+            if problem.global_smoothness is not None:
+                ledger = ledger.add_nonprivate_input("global_smoothness")
+            out[i] = (result, ledger)
+    return out
+
+
+SPEC = Algorithm(
+    name="dp_sgd",
+    description="Proximal DP-SGD, step gamma/beta, Poisson-sampled batches.",
+    run=run,
+    run_many=run_many,
+    calibrate=calibrate,
+    hyperparameters=(STEP, CLIP, BATCH_SIZE),
+    required=("step", "clip"),
+    family="dp_sgd",
+    check=check,
+    smoothness="global",
+)

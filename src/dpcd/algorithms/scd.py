@@ -1,0 +1,23 @@
+"""Non-private SCD/SDCA: sequential dual updates in random order, no scaling,
+no noise (the DP-SCD paper's non-private baseline)."""
+from dpcd import solvers
+from dpcd.algorithms.base import INT_GRID, Algorithm, Hyperparameter
+
+
+def run(problem, config, seed, budget, private_smoothness=None):
+    """Non-private SCD/SDCA: sequential dual updates in random order, no scaling, no noise."""
+    result = solvers.scd(problem.X_c, problem.y, problem.datafit, problem.penalty,
+                         passes=config["passes"], seed=seed, check_input=False)
+    return result, None
+
+
+SPEC = Algorithm(
+    name="scd",
+    description="Non-private SCD/SDCA (no hyperparameters to tune).",
+    run=run,
+    hyperparameters=(Hyperparameter("batch_size", INT_GRID),),
+    private=False,
+    penalties=("l2",),
+    family="dp_scd",
+    smoothness=None,
+)
