@@ -170,8 +170,9 @@ def test_warmup_runs():
     # a solve job must not compile DP-SGD's kernel beside another
     from dpcd.solvers import _dp_sgd_independent
 
-    # the kernel of dp_sgd and of a sweep's runs (each on its own streams)
+    # the kernels of dp_sgd and of a sweep's runs (each on its own streams)
     assert _dp_sgd_independent._kernel.signatures
+    assert _dp_sgd_independent._kernel_runs_inner.signatures
 
 
 @pytest.mark.parametrize("passes", [0.01, 1.5, 3.0])
