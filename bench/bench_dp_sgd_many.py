@@ -16,7 +16,9 @@ shows where the switch sits. "independent" is what a sweep runs since issue 30
 own sampling and noise streams (nothing shared but the call); "alone" is
 ``dp_sgd``, which runs on those streams too. Times are wall times around the
 calls (sampling, noise, updates and the objective after every pass);
-"ns/run-step" divides by K x steps.
+"ns/run-step" divides by K x steps. Two tables: wall time, and CPU time of
+this process (``process_time``), which on cores shared with other jobs does
+not count the time the process waits for a core.
 """
 import importlib
 import sys
@@ -48,6 +50,14 @@ def make_data(n, p, loss, seed=0):
     return X, y
 
 
+def _timed(times, key, fn):
+    """Run ``fn`` and keep the best wall and CPU seconds under ``key``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    for clock, elapsed in (("wall", time.perf_counter() - t0), ("cpu", time.process_time() - c0)):
+        times[clock][key] = min(times[clock][key], elapsed)
+
+
 def main(n_runs=50):
     steps, clips = (a.ravel() for a in np.meshgrid(np.geomspace(1e-6, 1.0, 5),
                                                    np.geomspace(1e-3, 1e6, 10)))
@@ -55,9 +65,7 @@ def main(n_runs=50):
     scales = 0.64 * clips  # noise multiplier of the order of Electricity's
     print(f"DP-SGD, batch size 1, {PASSES} passes, K = {len(steps)} settings of one seed; "
           f"best of {REPEATS}")
-    print(f"{'problem':14s} {'alone s':>8s} {'together s':>11s} {'speed-up':>9s} "
-          f"{'ns/run-step alone':>18s} {'together':>9s} {'kernel':>7s} {'runs-outer':>11s} "
-          f"{'runs-inner':>11s} {'outer/inner':>12s} {'independent':>12s} {'indep/together':>15s}")
+    rows = []
     for name, n, p, loss, penalty, alpha in SHAPES:
         X, y = make_data(n, p, loss)
         datafit, pen = make_problem(loss, penalty, alpha)
@@ -68,34 +76,40 @@ def main(n_runs=50):
         for k in (2, _module._INNER_MIN_RUNS):
             dp_sgd_many(X[:50], y[:50], datafit, pen, steps=steps[:k], clips=clips[:k],
                         noise_scales=scales[:k], passes=1, seed=0)
-        times = dict.fromkeys(("alone", "together", "outer", "inner", "independent"), np.inf)
+            dp_sgd_many(X[:50], y[:50], datafit, pen, steps=steps[:k], clips=clips[:k],
+                        noise_scales=scales[:k], passes=1, seeds=[[0, j] for j in range(k)])
+        keys = ("alone", "together", "outer", "inner", "independent")
+        times = {clock: dict.fromkeys(keys, np.inf) for clock in ("wall", "cpu")}
         default = _module._takes_inner
         for _ in range(REPEATS):
-            t0 = time.perf_counter()
-            for k in range(len(steps)):
+            _timed(times, "alone", lambda: [
                 dp_sgd(X, y, datafit, pen, step=steps[k], clip=clips[k],
-                       noise_scale=scales[k], **kw)
-            times["alone"] = min(times["alone"], time.perf_counter() - t0)
+                       noise_scale=scales[k], **kw) for k in range(len(steps))])
             for kernel, switch in (("together", default), ("outer", lambda k, p: False),
                                    ("inner", lambda k, p: True)):
                 _module._takes_inner = switch
-                t0 = time.perf_counter()
-                dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
-                            **kw)
-                times[kernel] = min(times[kernel], time.perf_counter() - t0)
+                _timed(times, kernel, lambda: dp_sgd_many(
+                    X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales, **kw))
             _module._takes_inner = default
-            t0 = time.perf_counter()
-            dp_sgd_many(X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
-                        seeds=[[1, k] for k in range(len(steps))],
-                        **{k: v for k, v in kw.items() if k != "seed"})
-            times["independent"] = min(times["independent"], time.perf_counter() - t0)
-        ns = {k: v / (len(steps) * PASSES * n) * 1e9 for k, v in times.items()}
-        chosen = "inner" if default(len(steps), p) else "outer"
-        print(f"{name:14s} {times['alone']:8.2f} {times['together']:11.2f} "
-              f"{times['alone'] / times['together']:8.1f}x {ns['alone']:18.0f} "
-              f"{ns['together']:9.0f} {chosen:>7s} {ns['outer']:11.0f} {ns['inner']:11.0f} "
-              f"{times['outer'] / times['inner']:11.1f}x {ns['independent']:12.0f} "
-              f"{times['independent'] / times['together']:14.1f}x")
+            _timed(times, "independent", lambda: dp_sgd_many(
+                X, y, datafit, pen, steps=steps, clips=clips, noise_scales=scales,
+                seeds=[[1, k] for k in range(len(steps))],
+                **{k: v for k, v in kw.items() if k != "seed"}))
+        rows.append((name, n, p, times, "inner" if default(len(steps), p) else "outer"))
+    for clock in ("wall", "cpu"):
+        print(f"\n{clock} time")
+        print(f"{'problem':14s} {'alone s':>8s} {'together s':>11s} {'speed-up':>9s} "
+              f"{'ns/run-step alone':>18s} {'together':>9s} {'kernel':>7s} {'runs-outer':>11s} "
+              f"{'runs-inner':>11s} {'outer/inner':>12s} {'independent':>12s} "
+              f"{'indep/together':>15s}")
+        for name, n, p, times, chosen in rows:
+            t = times[clock]
+            ns = {k: v / (len(steps) * PASSES * n) * 1e9 for k, v in t.items()}
+            print(f"{name:14s} {t['alone']:8.2f} {t['together']:11.2f} "
+                  f"{t['alone'] / t['together']:8.1f}x {ns['alone']:18.0f} "
+                  f"{ns['together']:9.0f} {chosen:>7s} {ns['outer']:11.0f} {ns['inner']:11.0f} "
+                  f"{t['outer'] / t['inner']:11.1f}x {ns['independent']:12.0f} "
+                  f"{t['independent'] / t['together']:14.1f}x")
 
 
 if __name__ == "__main__":

@@ -128,31 +128,37 @@ def test_fresh_seeds_differ_per_cell():
 
 
 @pytest.mark.parametrize("n_runs", [1, 5])
-def test_independent_runs_are_each_the_run_alone(n_runs, monkeypatch):
+@pytest.mark.parametrize("inner", [False, True])
+def test_independent_runs_are_each_the_run_alone(n_runs, inner, monkeypatch):
     """dp_sgd_many(seeds=...) gives run k the bits of dp_sgd(seed=seeds[k]),
-    whatever shares its call (calls of 2 runs here)."""
+    whatever shares its call (calls of 2 runs here) and whichever kernel runs
+    it (``inner``: the runs-inner kernel takes the calls of dp_sgd_many; the
+    run alone takes the runs-outer one)."""
     import importlib
 
     import scipy.sparse as sp
 
     from dpcd.solvers import dp_sgd, dp_sgd_many
 
-    monkeypatch.setattr(importlib.import_module("dpcd.solvers._dp_sgd_independent"),
-                        "RUNS_PER_CALL", 2)
+    module = importlib.import_module("dpcd.solvers._dp_sgd_independent")
+    monkeypatch.setattr(module, "RUNS_PER_CALL", 2)
+    monkeypatch.setattr(module, "takes_inner", lambda n_runs, n_features: inner and n_runs > 1)
+    # 7 features: at odd steps t a step's normals (7 t, ...) start mid-pair
     rng = np.random.default_rng(2)
-    X = rng.standard_normal((50, 6))
-    y = np.where(X @ rng.standard_normal(6) > 0, 1.0, -1.0)
+    X = rng.standard_normal((50, 7))
+    y = np.where(X @ rng.standard_normal(7) > 0, 1.0, -1.0)
     datafit, penalty = make_problem("logistic", "l2", 0.05)
     steps, clips = [0.5, 0.1, 1.0, 0.3, 2.0][:n_runs], [1.0, np.inf, 0.1, 2.0, 0.5][:n_runs]
     scales, passes = [0.5, 0.0, 2.0, 1.0, 0.3][:n_runs], [2, 1, 2.5, 0.4, 3][:n_runs]
     seeds = [[k, 9] for k in range(n_runs)]
-    for design in (X, sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))):
+    # batch size 1: the prox skips its division by b (ridge: not by 1 + eta alpha)
+    for design, b in ((X, 2.0), (X, 1.0), (sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0)), 2.0)):
         many = dp_sgd_many(design, y, datafit, penalty, steps=steps, clips=clips,
-                           noise_scales=scales, passes=passes, seeds=seeds, batch_size=2.0)
+                           noise_scales=scales, passes=passes, seeds=seeds, batch_size=b)
         for k, got in enumerate(many):
             alone = dp_sgd(design, y, datafit, penalty, step=steps[k], clip=clips[k],
                            noise_scale=scales[k], passes=passes[k], seed=seeds[k],
-                           batch_size=2.0)
+                           batch_size=b)
             np.testing.assert_array_equal(got.w, alone.w)
             np.testing.assert_array_equal(got.objective, alone.objective)
     with pytest.raises(ValueError, match="one seed per run"):

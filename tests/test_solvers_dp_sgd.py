@@ -173,8 +173,9 @@ def test_warmup_runs():
     # a solve job must not compile DP-SGD's kernel beside another
     from dpcd.solvers import _dp_sgd_independent
 
-    # the kernel of dp_sgd and of a sweep's runs (each on its own streams)
+    # the kernels of dp_sgd and of a sweep's runs (each on its own streams)
     assert _dp_sgd_independent._kernel.signatures
+    assert _dp_sgd_independent._kernel_runs_inner.signatures
 
 
 @pytest.mark.parametrize("passes", [0.01, 1.5, 3.0])
@@ -218,6 +219,27 @@ def test_sampling_is_the_documented_stream(batch_size, passes):
         expected[pos % n] += 1
         pos += next(gaps)
     np.testing.assert_array_equal(res.extra["inclusions"], expected)
+
+
+@pytest.mark.parametrize("q", [1 / 20_640, 0.3])
+def test_gaps_are_libm_geometric(q):
+    """The kernels' gaps (drawn 64 at a time, with the normals' polynomial log)
+    are ``ceil(-log(U) / lam)`` with libm's log, on 200 000 draws of each
+    rate; and Geometric(q): the mean is 1/q and P(g > k) = (1 - q)^k."""
+    from dpcd.solvers._dp_sgd_independent import fill_gaps
+
+    key, draws = 0x5DEECE66D1234567, 200_000
+    lam = -math.log1p(-q)
+    got = np.empty(draws)
+    fill_gaps(np.uint64(key), 0, lam, got)
+    expected = [math.ceil(-math.log(((_splitmix(key, c) >> 11) + 0.5) * 2.0**-53) / lam)
+                for c in range(draws)]
+    np.testing.assert_array_equal(got, expected)
+    # mean of Geometric(q): 1/q, std sqrt(1 - q)/q; 5 standard errors
+    assert abs(got.mean() * q - 1) < 5 * math.sqrt(1 - q) / math.sqrt(draws)
+    for k in (1 / q, 3 / q):  # tails: Binomial counts within 5 standard deviations
+        p = (1 - q) ** math.floor(k)
+        assert abs((got > math.floor(k)).sum() - draws * p) < 5 * math.sqrt(draws * p * (1 - p))
 
 
 @pytest.mark.parametrize("p", [3, 8, 1001])

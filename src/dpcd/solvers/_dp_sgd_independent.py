@@ -5,10 +5,9 @@ batches and noise come from its own streams (two keys from its own
 ``SeedSequence``, :func:`dpcd.sweep.grid.run_entropy`), so runs that differ
 only in sigma are independent releases. They still share a kernel call (one
 compilation check, one objective at w = 0), but no draw: each run pays for its
-own batches and normals, so a run costs about what it costs alone
-(``bench/bench_dp_sgd_many.py``, column "independent"), where the
-common-random-numbers kernels of :mod:`dpcd.solvers.dp_sgd` shared one draw
-among all K runs (3 to 7x less per run on the paper's shapes).
+own batches and normals, where the common-random-numbers kernels of
+:mod:`dpcd.solvers.dp_sgd` shared one draw among all K runs
+(``bench/bench_dp_sgd_many.py``, columns "independent" and "together").
 
 Both streams are counter-based SplitMix64 (:mod:`dpcd.solvers._normal`):
 
@@ -16,17 +15,32 @@ Both streams are counter-based SplitMix64 (:mod:`dpcd.solvers._normal`):
   Geometric(q), gap ``g = ceil(E / lam)`` with ``E = -log U``, ``lam =
   -log(1 - q)`` and ``U`` uniform on the open grid ``(m + 1/2) 2**-53``
   from output ``c`` of the sampling key (``P(g > k) = exp(-k lam) =
-  (1 - q)^k``; ``E`` is cut at 36.7, mass 2**-53 left out per draw);
+  (1 - q)^k``; ``E`` is cut at 36.7, mass 2**-53 left out per draw). The
+  log is the normals' polynomial (fdlibm's, :mod:`dpcd.solvers._normal`),
+  so that a run's next :data:`GAPS` gaps are drawn in one vectorised loop
+  (a libm call per gap cost about 10 % of a step at 8 features, same-run
+  A/B); it agrees with libm's to an ulp or so, so ``ceil`` can only differ
+  where ``E / lam`` is within an ulp or two of an integer, a chance of about
+  ``(E / lam) 2**-52`` a draw (1e-11 at n = 20 000; none in the test's
+  400 000 draws);
 * noise: the normals ``t p, ..., (t + 1) p - 1`` of the noise key at step ``t``.
 
-Run k's result is the same bits whichever runs share its call (tested).
+Run k's result is the same bits whichever runs share its call and whichever
+kernel runs it (tested). Two kernels, as for common random numbers: runs
+outer (each run's iterate contiguous: a run alone, or wide data) and runs
+inner (iterates stored (n_features, K); a step's noise, prox and gradient-sum
+clearing vectorise across runs, and the K runs' dot products, each a short
+dependent chain, overlap). bench/bench_dp_sgd_many.py, column "independent".
 """
+import time
+
 import numpy as np
 from numba import njit, uint64
 
-from dpcd.solvers._normal import _splitmix, take_normals
+from dpcd.solvers._normal import _minus_2_log, _pair, _splitmix, take_normals
 from dpcd.solvers._prefetch import prefetch_row
-from dpcd.solvers.dp_sgd import _clipped_derivative, _objectives, _predict, _prox_update
+from dpcd.solvers._sgd_steps import (_clipped_derivative, _objectives, _predict, _prox_form,
+                                     _prox_step)
 
 # normals each run's buffer holds (even): at 8 features one refill per 16 steps
 BUFFER = 128
@@ -35,12 +49,51 @@ BUFFER = 128
 RUNS_PER_CALL = 64
 
 
+def takes_inner(n_runs, n_features):
+    """Whether a call of ``n_runs`` runs takes the runs-inner kernel (same bits
+    either way): from 8 runs on data of at most 64 features. Outer/inner CPU
+    time, logistic, n p = 200 000, one pass: 1.09 at 8 runs and 1.42 at 16 on
+    8 features, 1.21 on 32 features, 1.18 on 64 and 0.96 on 128 (50 runs); 0.7
+    at 4 runs on 8 features."""
+    return n_runs >= 8 and n_features <= 64
+
+
+# gaps each run draws at a time (one vectorised loop)
+GAPS = 64
+
+
 @njit(inline="always")
 def gap(key, counter, lam):
-    """Geometric gap number ``counter`` of the sampling stream ``key``."""
+    """Geometric gap number ``counter`` of the sampling stream ``key`` (a float)."""
     bits = _splitmix(key, uint64(counter)) >> uint64(11)
     u = (float(bits) + 0.5) * 2.0**-53
-    return int(np.ceil(-np.log(u) / lam))
+    return np.ceil(0.5 * _minus_2_log(u) / lam)
+
+
+@njit(cache=True, error_model="numpy")
+def fill_gaps(key, first, lam, out):
+    """``out[j]`` = gap ``first + j`` of the sampling stream ``key``."""
+    for j in range(out.shape[0]):
+        out[j] = gap(key, first + j, lam)
+
+
+@njit(inline="always")
+def _next_gap(keys, lam, bufs, starts, k, counter):
+    """Gap ``counter`` of run k's sampling stream, from its buffer ``bufs[k]``
+    (gaps ``starts[k], ...``; counters only grow, one at a time), refilled
+    when ``counter`` runs past it."""
+    if counter - starts[k] >= bufs.shape[1]:
+        starts[k] = counter
+        fill_gaps(keys[k], counter, lam, bufs[k])
+    return int(bufs[k, counter - starts[k]])
+
+
+@njit(inline="always")
+def _next_row(X, pos, first, stop, n_samples):
+    """Prefetch the row of trial ``pos`` if it is at the step after the current
+    one (``first .. stop - 1``); later ones wait (no integer division)."""
+    if pos < stop + n_samples:
+        prefetch_row(X, pos - stop if pos >= stop else pos - first)
 
 
 @njit(cache=True, error_model="numpy")
@@ -53,6 +106,7 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
     Parameters as :func:`dpcd.solvers.dp_sgd._dp_sgd_kernel`, except:
     ``sample_keys``, ``noise_keys`` (uint64, shape (K,)) are the keys of each
     run's sampling and noise streams, ``noise_bufs`` (K, even) their buffers;
+    ``grad`` (K, n_features) is zero on entry and on exit;
     ``inclusions`` counts selections summed over the call's runs.
     """
     n_samples = y.shape[0]
@@ -60,11 +114,11 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
     full = q >= 1.0
     lam = 0.0 if full else -np.log1p(-q)
     nxt = np.empty(n_runs, dtype=np.int64)  # global index of each run's next selected trial
-    drawn = np.zeros(n_runs, dtype=np.int64)  # gaps drawn so far, per run
+    drawn = np.ones(n_runs, dtype=np.int64)  # gaps drawn so far, per run
     start = np.full(n_runs, -noise_bufs.shape[1], dtype=np.int64)  # buffers empty
+    gaps, gap_starts = np.empty((n_runs, GAPS)), np.full(n_runs, -GAPS, dtype=np.int64)
     for k in range(n_runs):
-        nxt[k] = 0 if full else gap(sample_keys[k], 0, lam) - 1
-        drawn[k] = 1
+        nxt[k] = 0 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, 0) - 1
     c = 0
     active = n_runs
     total = n_steps[0] if active > 0 else 0
@@ -77,8 +131,6 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
             w, g, scale = W[k], grad[k], noise_scales[k]
             start[k] = take_normals(noise_keys[k], noise_bufs[k], start[k],
                                     t * n_features, noise)
-            for j in range(n_features):
-                g[j] = 0.0
             pos = nxt[k]
             # sum of clipped per-sample gradients over the run's batch
             while pos < stop:
@@ -92,17 +144,132 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
                 else:
                     for j in range(n_features):
                         g[j] += d * X[i, j]
-                pos += 1 if full else gap(sample_keys[k], drawn[k], lam)
+                pos += 1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k,
+                                                 drawn[k])
                 drawn[k] += 1
                 if not sparse:
-                    prefetch_row(X, pos % n_samples)
+                    _next_row(X, pos, first, stop, n_samples)
             nxt[k] = pos
-            # the sum plus N(0, sigma^2 I), then the prox step
+            # the sum plus N(0, sigma^2 I), then the prox step, in one pass
+            # that also clears the sum for the next step
+            shrink, divide = _prox_form(penalty_code, penalty_params, steps[k])
+            plain = batch_size == 1.0 and divide == 1.0
             for j in range(n_features):
-                g[j] = g[j] + scale * noise[j]
-            _prox_update(w, g, steps[k], penalty_code, penalty_params, batch_size)
+                v = g[j] + scale * noise[j]
+                g[j] = 0.0
+                w[j] = _prox_step(w[j], v, steps[k], shrink, divide, batch_size, plain)
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             _objectives(sparse, X, data, indices, indptr, y, W, active, datafit_code,
+                        penalty_code, penalty_params, obj[:, 1 + c])
+            c += 1
+
+
+# FMA contraction as in dpcd.solvers._normal.fill_normals: the same values
+# (not inlined, so that the flag stays with the draws and off the updates)
+@njit(cache=True, error_model="numpy", fastmath={"contract"})
+def _step_noise(keys, active, first, N):
+    """``N[j, k]`` = normal ``first + j`` of the stream ``keys[k]`` for the
+    first ``active`` runs: pair by pair, each pair one loop across runs."""
+    n = N.shape[0]
+    for m in range(first >> 1, ((first + n - 1) >> 1) + 1):
+        j = 2 * m - first  # normals 2m and 2m + 1 go to rows j and j + 1
+        if j >= 0 and j + 1 < n:
+            lo, hi = N[j], N[j + 1]
+            for k in range(active):
+                lo[k], hi[k] = _pair(keys[k], m)
+        elif j >= 0:
+            lo = N[j]
+            for k in range(active):
+                lo[k] = _pair(keys[k], m)[0]
+        else:
+            hi = N[j + 1]
+            for k in range(active):
+                hi[k] = _pair(keys[k], m)[1]
+
+
+@njit(inline="always", error_model="numpy")
+def _dot_column(X, i, WT, k):
+    """``X[i] . WT[:, k]`` in the order of :func:`dpcd.solvers._sgd_steps._dot_row`
+    (four partial sums j mod 4): the same bits as the run's contiguous iterate."""
+    n_features = WT.shape[0]
+    a0 = a1 = a2 = a3 = 0.0
+    stop = n_features - n_features % 4
+    for j in range(0, stop, 4):
+        a0 += X[i, j] * WT[j, k]
+        a1 += X[i, j + 1] * WT[j + 1, k]
+        a2 += X[i, j + 2] * WT[j + 2, k]
+        a3 += X[i, j + 3] * WT[j + 3, k]
+    for j in range(stop, n_features):
+        a0 += X[i, j] * WT[j, k]
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(cache=True, error_model="numpy")
+def _kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
+                       penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                       n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj):
+    """:func:`_kernel` on transposed iterates ``WT`` (n_features, K), with the
+    gradient sums ``G`` (same shape, zero on entry and exit) and a step's
+    noise ``N`` (same shape) in that layout too: the same draws and the same
+    arithmetic per run (the prox's divisions skipped only where they are by 1)."""
+    n_samples = y.shape[0]
+    n_features, n_runs = WT.shape
+    shrink, divide = np.empty(n_runs), np.empty(n_runs)
+    plain = batch_size == 1.0
+    for k in range(n_runs):
+        shrink[k], divide[k] = _prox_form(penalty_code, penalty_params, steps[k])
+        plain = plain and divide[k] == 1.0
+    full = q >= 1.0
+    lam = 0.0 if full else -np.log1p(-q)
+    nxt = np.empty(n_runs, dtype=np.int64)
+    drawn = np.ones(n_runs, dtype=np.int64)
+    gaps, gap_starts = np.empty((n_runs, GAPS)), np.full(n_runs, -GAPS, dtype=np.int64)
+    for k in range(n_runs):
+        nxt[k] = 0 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, 0) - 1
+    c = 0
+    active = n_runs
+    total = n_steps[0] if active > 0 else 0
+    for t in range(total):
+        while n_steps[active - 1] <= t:
+            active -= 1
+        first = t * n_samples
+        stop = first + n_samples
+        # each run's batch: scalar, but the runs' dependent chains overlap
+        for k in range(active):
+            pos = nxt[k]
+            while pos < stop:
+                i = pos - first
+                inclusions[i] += 1
+                if sparse:
+                    pred = 0.0
+                    for s in range(indptr[i], indptr[i + 1]):
+                        pred += data[s] * WT[indices[s], k]
+                else:
+                    pred = _dot_column(X, i, WT, k)
+                d = _clipped_derivative(datafit_code, y[i], pred, row_norms[i], clips[k])
+                if sparse:
+                    for s in range(indptr[i], indptr[i + 1]):
+                        G[indices[s], k] += d * data[s]
+                else:
+                    for j in range(n_features):
+                        G[j, k] += d * X[i, j]
+                pos += 1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k,
+                                                 drawn[k])
+                drawn[k] += 1
+                if not sparse:
+                    _next_row(X, pos, first, stop, n_samples)
+            nxt[k] = pos
+        # noise, sum and prox across runs (vectorised), clearing the sums
+        _step_noise(noise_keys, active, t * n_features, N)
+        for j in range(n_features):
+            w, g, z = WT[j], G[j], N[j]
+            for k in range(active):
+                w[k] = _prox_step(w[k], g[k] + noise_scales[k] * z[k], steps[k], shrink[k],
+                                  divide[k], batch_size, plain)
+                g[k] = 0.0
+        while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
+            _objectives(sparse, X, data, indices, indptr, y,
+                        np.ascontiguousarray(WT[:, :active].T), active, datafit_code,
                         penalty_code, penalty_params, obj[:, 1 + c])
             c += 1
 
@@ -116,11 +283,10 @@ def stream_keys(seed):
 
 def run_independent(design, y, n_features, dcode, pcode, pparams, etas, clips, noise_scales,
                     batch_size, row_norms, q, n_steps, checkpoints, seeds):
-    """One call of :func:`_kernel` on runs sorted by decreasing ``n_steps``, run k
-    seeded by ``seeds[k]``; returns the iterates, objectives, inclusion counts
-    (summed over the runs) and the kernel's seconds."""
-    import time
-
+    """One kernel call on runs sorted by decreasing ``n_steps``, run k seeded
+    by ``seeds[k]`` (the kernel :func:`takes_inner` picks); returns the
+    iterates (K, n_features), objectives, inclusion counts (summed over the
+    runs) and the kernel's seconds."""
     n_runs = n_steps.shape[0]
     obj = np.full((n_runs, checkpoints.shape[0] + 1), np.nan)
     # every run starts at w = 0: one evaluation serves all
@@ -128,15 +294,22 @@ def run_independent(design, y, n_features, dcode, pcode, pparams, etas, clips, n
     obj[:, 0] = obj[0, 0]
     keys = np.array([stream_keys(seed) for seed in seeds], dtype=np.uint64).reshape(n_runs, 2)
     sample_keys, noise_keys = keys[:, 0].copy(), keys[:, 1].copy()
-    W = np.zeros((n_runs, n_features))
+    inner = takes_inner(n_runs, n_features)
+    shape = (n_features, n_runs) if inner else (n_runs, n_features)
+    W = np.zeros(shape)
     args = (*design, y, W, dcode, pcode, pparams, etas, clips, noise_scales, batch_size,
             row_norms, q)
-    work = (np.empty((n_runs, BUFFER)), np.zeros((n_runs, n_features)), np.empty(n_features),
-            np.zeros(y.shape[0], dtype=np.int64))
+    inclusions = np.zeros(y.shape[0], dtype=np.int64)
+    if inner:
+        kernel, work = _kernel_runs_inner, (np.zeros(shape), np.empty(shape))
+    else:
+        kernel = _kernel
+        work = (np.empty((n_runs, BUFFER)), np.zeros(shape), np.empty(n_features))
     # compile (or load from cache) before the timer: a zero-step call
-    _kernel(*args, np.zeros(n_runs, np.int64), sample_keys, noise_keys, *work, checkpoints, obj)
+    kernel(*args, np.zeros(n_runs, np.int64), sample_keys, noise_keys, *work, inclusions,
+           checkpoints, obj)
     # the timer covers the whole algorithm: sampling, noise and updates
     t0 = time.perf_counter()
-    _kernel(*args, n_steps, sample_keys, noise_keys, *work, checkpoints, obj)
+    kernel(*args, n_steps, sample_keys, noise_keys, *work, inclusions, checkpoints, obj)
     elapsed = time.perf_counter() - t0
-    return W, obj, work[3], elapsed
+    return (W.T if inner else W), obj, inclusions, elapsed

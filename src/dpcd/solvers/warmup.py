@@ -50,14 +50,17 @@ def _dp_sgd(X, y):
     import scipy.sparse as sp
 
     from dpcd.problems import make_problem
-    from dpcd.solvers.dp_sgd import dp_sgd
+    from dpcd.solvers.dp_sgd import dp_sgd, dp_sgd_many
 
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
         for design in (X, sp.csr_matrix(X)):  # dense and sparse (CSR) DP-SGD
-            # the independent-streams kernel: a run alone and a sweep's many runs
+            # the independent-streams kernels: runs outer (a run alone) ...
             dp_sgd(design, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
                    passes=1, seed=0)
+            # ... and runs inner (a sweep's calls of many runs on narrow data)
+            dp_sgd_many(design, y, datafit, penalty, steps=[0.1] * 8, clips=1.0,
+                        noise_scales=0.1, passes=1, seeds=[[0, k] for k in range(8)])
     # DP-SCD's papers compare with DP-SGD on the hinge loss
     dp_sgd(X, y, *make_problem("hinge", "l2", 0.01), step=0.1, clip=1.0, noise_scale=0.1,
            passes=1, seed=0, global_smoothness=1.0)
