@@ -13,6 +13,7 @@ SUBCOMMAND_MODULES = (
     "dpcd.data.cli",
     "dpcd.stages",
     "dpcd.privacy.cli",
+    "dpcd.search_cli",
 )
 
 

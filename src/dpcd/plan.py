@@ -35,8 +35,13 @@ WARMUP_PRIORITY = 100
 # The solver whose jobs also read the experiment's private smoothness estimate.
 PRIVATE_SMOOTHNESS_SOLVER = "dp_cd_p"
 
-#: One solve job: ``stage`` is ``grid`` (every configuration on every seed).
+#: One solve job. ``stage``: ``grid`` (every configuration on every seed) or,
+#: for ``search: staged``, ``screen`` (every configuration on the first seed)
+#: then ``confirm`` (the configurations the select rule kept, on every seed).
 Job = namedtuple("Job", "experiment solver stage chunk")
+
+# The solve stages of each search, in order; the last one's runs make the tables.
+SEARCH_STAGES = {"grid": ("grid",), "staged": ("screen", "confirm")}
 
 
 def render(obj):
@@ -147,6 +152,19 @@ class Plan:
                 "config: experiments.summary: the name is reserved for the summary "
                 "across experiments"
             )
+        for name, exp in config["experiments"].items():
+            search = exp.get("search", "grid")
+            if search not in SEARCH_STAGES:
+                raise ValueError(
+                    f"config: experiments.{name}.search: unknown value {search!r}; "
+                    f"known: {sorted(SEARCH_STAGES)}"
+                )
+            if search == "staged" and exp["seeds"] < 2:
+                raise ValueError(
+                    f"config: experiments.{name}.seeds: search staged screens on one "
+                    f"seed and confirms on all seeds, so it needs seeds >= 2 "
+                    f"(got {exp['seeds']})"
+                )
         if self.registry is not None:
             for key, dataset in config["datasets"].items():
                 if dataset["source"] not in self.registry:
@@ -187,8 +205,13 @@ class Plan:
         return sorted(self.config["experiments"])
 
     # -- specs (the rules' params) ----------------------------------------
-    def solve_spec(self, experiment, solver):
-        """Everything one solver's sweep reads, and nothing of the other solvers."""
+    def solve_spec(self, experiment, solver, stage="grid"):
+        """Everything one solver's sweep reads, and nothing of the other solvers.
+
+        A ``grid`` spec carries no stage (the specs of finished workdirs are
+        unchanged); ``screen`` runs the first seed only, ``confirm`` the
+        configurations of the selection file on every seed.
+        """
         exp = self.experiment(experiment)
         keys = ("dataset", "variant", "problem", "privacy", "seeds", "base_seed")
         spec = {key: exp[key] for key in keys}
@@ -205,7 +228,35 @@ class Plan:
         if exp.get("validation_split", "fixed") != "fixed":
             # only when set: the specs (and finished jobs) of fixed splits are unchanged
             spec["validation_split"] = exp["validation_split"]
+        if stage == "screen":
+            spec.update(stage=stage, seeds=1)
+        elif stage == "confirm":
+            spec.update(stage=stage, selection=self.selection_path(experiment))
         return spec
+
+    def search(self, experiment):
+        return self.experiment(experiment).get("search", "grid")
+
+    def stages(self, experiment):
+        """The experiment's solve stages, in order."""
+        return SEARCH_STAGES[self.search(experiment)]
+
+    def final_stage(self, experiment):
+        """The stage whose runs make the experiment's tables."""
+        return self.stages(experiment)[-1]
+
+    @staticmethod
+    def selection_path(experiment, stage="screen"):
+        """The select rule's output after ``stage``."""
+        return f"results/selection/{experiment}/{stage}.csv"
+
+    def select_spec(self, experiment):
+        """What the select rule reads: the selection rule and how many it keeps."""
+        exp = self.experiment(experiment)
+        return {"select_by": exp["select_by"], "keep": exp["search_keep"]}
+
+    def staged_experiments(self):
+        return [name for name in self.experiments if self.search(name) == "staged"]
 
     def uses_private_smoothness(self, experiment, solver):
         exp = self.experiment(experiment)
@@ -275,20 +326,27 @@ class Plan:
         return math.log10(self.dataset_size(exp["dataset"]) * max(passes, 1))
 
     # -- jobs and outputs --------------------------------------------------
-    def jobs(self, experiment=None):
-        """The solve jobs (of one experiment, or of all), in a fixed order."""
+    def jobs(self, experiment=None, stage=None):
+        """The solve jobs (of one experiment or of all; of one stage or of
+        all), in a fixed order. ``stage="final"``: each experiment's last."""
         names = self.experiments if experiment is None else [experiment]
         return [
-            Job(name, solver, "grid", chunk)
+            Job(name, solver, each, chunk)
             for name in names
+            for each in self.stages(name)
+            if stage is None
+            or each == stage
+            or (stage == "final" and each == self.final_stage(name))
             for solver in sorted(self.experiment(name)["solvers"])
             for chunk in range(self.experiment(name)["chunks"])
         ]
 
     @staticmethod
     def job_path(job, suffix):
-        """A solve job's output ``results/runs/.../chunk<k><suffix>``."""
-        return f"results/runs/{job.experiment}/{job.solver}/chunk{job.chunk}{suffix}"
+        """A solve job's output: ``results/runs/<experiment>/<solver>/chunk<k>``
+        (grid: the paths of finished workdirs) or ``.../<stage>/chunk<k>``."""
+        stage = "" if job.stage == "grid" else f"{job.stage}/"
+        return f"results/runs/{job.experiment}/{job.solver}/{stage}chunk{job.chunk}{suffix}"
 
     def lambda_experiments(self):
         """The experiments of the lambda table: each base with its alpha_grid ones."""

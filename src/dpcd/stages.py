@@ -201,7 +201,8 @@ def cmd_solve(args):
     log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
     split["calibration"] = cache.STATS["seconds"] - calibration0
     split["kernels"] = float(sum(record.time.sum() for record in records))
-    job = f"{spec['experiment']}/{spec['solver']}/chunk{args.chunk}"
+    stage = f"{spec['stage']}/" if "stage" in spec else ""  # staged search
+    job = f"{spec['experiment']}/{spec['solver']}/{stage}chunk{args.chunk}"
     start = time.perf_counter()
     write_mlflow_runs(args.mlflow_runs, job, mlflow_runs(records, spec, problem))
     split["mlflow"] = time.perf_counter() - start

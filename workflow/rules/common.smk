@@ -36,6 +36,7 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
+    stage="(screen/|confirm/)?",
 
 
 def processed_path(wildcards):
@@ -65,7 +66,13 @@ def private_smoothness_inputs(wildcards):
 sweep_priority = lambda w: PLAN.priority(w.experiment)
 problem_params = lambda w: _json(PLAN.experiment(w.experiment)["problem"])
 private_smoothness_params = lambda w: _json(PLAN.private_smoothness_spec(w.experiment))
-solve_params = lambda w: _json(PLAN.solve_spec(w.experiment, w.solver))
+solve_params = lambda w: _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
+select_params = lambda w: _json(PLAN.select_spec(w.experiment))
+_stage = lambda w: w.stage.rstrip("/") or "grid"
+selection_input = lambda w: _optional(
+    _stage(w) == "confirm" and PLAN.selection_path(w.experiment)
+)
+screen_results = lambda w: chunk_results(w, stage="screen")
 aggregate_params = lambda w: _json(PLAN.aggregate_spec(w.experiment))
 mlflow_experiment_name = lambda w: config["mlflow"]["experiment_prefix"] + w.experiment
 fresh_params = lambda w: _json(PLAN.fresh_spec(w.experiment)) if fresh_seeds() else ""
@@ -117,13 +124,15 @@ def fresh_tables(names=None):
     return [f"results/tables/fresh/{name}.csv" for name in names if fresh_seeds()]
 
 
-def chunk_results(wildcards, suffix=".parquet"):
-    """Every solve job's result file of one experiment."""
-    return [PLAN.job_path(job, suffix) for job in PLAN.jobs(wildcards.experiment)]
+def chunk_results(wildcards, suffix=".parquet", stage="final"):
+    """Result files of one experiment's stage (default: the tables' stage)."""
+    jobs = PLAN.jobs(wildcards.experiment, stage)
+    return [PLAN.job_path(job, suffix) for job in jobs]
 
 
 def chunk_mlflow_runs(wildcards):
-    return chunk_results(wildcards, ".mlflow.jsonl.gz")
+    """Every solve job's MLflow runs file of one experiment, of every stage."""
+    return chunk_results(wildcards, ".mlflow.jsonl.gz", stage=None)
 
 
 def solve_timings():

@@ -24,6 +24,7 @@ from dpcd.sweep.grid import (
     run_identity,
     run_seed,
 )
+from dpcd.sweep import search
 from dpcd.sweep.metrics import holdout_metrics
 from dpcd.sweep.problem import SeedProblems
 
@@ -62,6 +63,8 @@ def chunk_configurations(spec, chunk):
     configs = configurations(
         spec["solver"], spec["grid"], spec["passes"], epsilons_of(spec["privacy"])
     )
+    if "selection" in spec:  # staged search, confirm: what the select job kept
+        configs = search.selected(configs, spec["selection"])
     return chunk_of(configs, chunk, spec["chunks"])
 
 
@@ -451,6 +454,7 @@ def mlflow_runs(records, spec, problem):
             "n_features": problem.n_features,
             "seeds": spec["seeds"],
             "base_seed": spec["base_seed"],
+            **({"search_stage": spec["stage"]} if "stage" in spec else {}),
             **({"lambda_max_fraction": problem_spec["lambda_max_fraction"]}
                if "lambda_max_fraction" in problem_spec else {}),
             **{k: v for k, v in config.items() if k != "solver"},
