@@ -257,3 +257,46 @@ def test_data_specs():
     assert plan.raw_path({"c": {"source": "california"}}, "c").endswith("manifest.json")
     with pytest.raises(ValueError, match="unknown dataset key 'x'"):
         plan.data_spec(datasets, "x", "generate")
+
+
+def test_staged_search_jobs_and_specs():
+    config = small_config()
+    config["experiments"]["big"].update(search="staged", search_keep=2)
+    p = make(config)
+    grid = make(small_config())
+    # the grid experiment is untouched: same jobs, same specs
+    assert p.jobs("sparse_lasso") == grid.jobs("sparse_lasso")
+    assert p.solve_spec("sparse_lasso", "dp_cd") == grid.solve_spec("sparse_lasso", "dp_cd")
+    jobs = p.jobs("big")
+    assert [j.stage for j in jobs] == ["screen"] * 6 + ["confirm"] * 6
+    assert p.jobs("big", "final") == [j for j in jobs if j.stage == "confirm"]
+    assert p.jobs(stage="final") == [j for j in p.jobs() if j.stage in ("grid", "confirm")]
+    assert p.job_path(jobs[0], ".parquet") == "results/runs/big/cd/screen/chunk0.parquet"
+    screen = p.solve_spec("big", "dp_cd", "screen")
+    confirm = p.solve_spec("big", "dp_cd", "confirm")
+    base = grid.solve_spec("big", "dp_cd")
+    assert screen == {**base, "stage": "screen", "seeds": 1}
+    assert confirm == {**base, "stage": "confirm",
+                       "selection": "results/selection/big/screen.csv"}
+    assert p.select_spec("big") == {"select_by": "last_objective", "keep": 2}
+    # search settings only reach the select rule: the specs of the solve jobs
+    # do not change with search_keep (the confirm reads the selection file)
+    config["experiments"]["big"]["search_keep"] = 3
+    assert make(config).solve_spec("big", "dp_cd", "confirm") == confirm
+
+
+def test_bad_search_settings_are_refused():
+    config = small_config()
+    config["experiments"]["big"]["search"] = "random"
+    with pytest.raises(ValueError, match="experiments.big.search: unknown value 'random'"):
+        make(config)
+    config["experiments"]["big"].update(search="staged", seeds=1)
+    with pytest.raises(ValueError, match="experiments.big.seeds: search staged .* seeds >= 2"):
+        make(config)
+    config["experiments"]["big"]["seeds"] = 2
+    make(config)
+    # the schema refuses an unknown value too, naming the setting
+    config = load("config/config.yaml")
+    config["experiments"]["sparse_lasso"]["search"] = "random"
+    with pytest.raises(Exception, match="random"):
+        validate(config, SCHEMA)

@@ -214,6 +214,7 @@ def cmd_solve(args):
     if args.timing:
         write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
                                  "chunk": args.chunk, "configurations": len(records),
+                                 "stage": spec.get("stage", "grid"), "seeds": spec["seeds"],
                                  "seconds": split})
 
 
@@ -392,6 +393,8 @@ def cmd_summary(args):
         text += lambda_summary_markdown(pd.read_csv(args.lambda_table))
     ingests = [read_json(path)["ingest"] for path in args.ingests or []]
     text += overhead_markdown(overhead, ingests)
+    from dpcd.report.search import search_markdown  # staged search: what ran
+    text += search_markdown([read_json(path) for path in args.timings or []])
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     metrics = {}
     if published is not None:

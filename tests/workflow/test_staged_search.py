@@ -118,3 +118,14 @@ def test_stage_recorded_in_mlflow(staged):
 def test_finished_staged_workdir_reruns_nothing(staged):
     workdir, _ = staged
     assert planned_jobs(workdir) == {}
+
+
+def test_summary_says_what_ran(staged):
+    workdir, _ = staged
+    text = (workdir / "results" / "summary.md").read_text()
+    section = text.split("## Search")[1]
+    selection = pd.read_csv(workdir / "results" / "selection" / "staged" / "screen.csv")
+    lines = {tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
+             if line.startswith("|")}
+    assert ("staged", "confirm", str(len(selection)), "4", str(4 * len(selection))) in lines
+    assert ("grid", "grid", "32", "4", "128") in lines  # (12 + 4) x 2 passes

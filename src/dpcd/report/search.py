@@ -40,3 +40,31 @@ def keep_best(runs, select_by, keep):
         remaining = remaining[~remaining["config_id"].isin(best["config_id"])]
     table = pd.concat(kept, ignore_index=True).merge(screened, on=GROUP)
     return table.sort_values(GROUP + ["rank"]).reset_index(drop=True)
+
+
+def search_markdown(timings):
+    """The summary's "search" section: per experiment and stage, how many of the
+    grid's configurations ran on how many seeds (from the solve jobs' ledgers).
+    Empty when every experiment searched its whole grid (``search: grid``)."""
+    rows = [{"experiment": t["experiment"], "stage": t.get("stage", "grid"),
+             "configurations": t["configurations"], "seeds": t.get("seeds")}
+            for t in timings]
+    if not any(row["stage"] != "grid" for row in rows):
+        return ""
+    table = (pd.DataFrame(rows).groupby(["experiment", "stage", "seeds"], as_index=False)
+             ["configurations"].sum())
+    table["runs"] = table["configurations"] * table["seeds"]
+    order = {"grid": 0, "screen": 1, "confirm": 2}
+    table = table.sort_values(["experiment", "stage"], key=lambda c: c.map(order)
+                              if c.name == "stage" else c)
+    return "\n".join([
+        "",
+        "## Search",
+        "",
+        "Configurations of each experiment's grid run per stage (search: staged screens "
+        "every configuration on one seed, then confirms the kept ones on every seed):",
+        "",
+        table[["experiment", "stage", "configurations", "seeds", "runs"]]
+        .to_markdown(index=False),
+        "",
+    ])
