@@ -145,5 +145,5 @@ def paper_figure_runs(wildcards):
     return [
         PLAN.job_path(job, ".parquet")
         for name in PLAN.paper_figure_experiments()
-        for job in PLAN.jobs(name)
+        for job in PLAN.jobs(name, "final")
     ]
