@@ -15,6 +15,7 @@ from dpcd import privacy
 from dpcd.data.io import atomic_write
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
+from dpcd.sweep import search
 from dpcd.sweep.adapters import HYPERPARAMETERS, MANY, NONPRIVATE_ADAPTERS, Budget, get_adapter
 from dpcd.sweep.grid import (
     chunk_of,
@@ -24,7 +25,6 @@ from dpcd.sweep.grid import (
     run_identity,
     run_seed,
 )
-from dpcd.sweep import search
 from dpcd.sweep.metrics import holdout_metrics
 from dpcd.sweep.problem import SeedProblems
 
