@@ -68,7 +68,7 @@ problem_params = lambda w: _json(PLAN.experiment(w.experiment)["problem"])
 private_smoothness_params = lambda w: _json(PLAN.private_smoothness_spec(w.experiment))
 solve_params = lambda w: _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
 select_params = lambda w: _json(PLAN.select_spec(w.experiment))
-_stage = lambda w: w.stage.rstrip("/") or "grid"
+_stage = lambda w: w.stage[:-1] or "grid"  # "screen/" -> "screen"
 selection_input = lambda w: _optional(
     _stage(w) == "confirm" and PLAN.selection_path(w.experiment)
 )
