@@ -3,7 +3,6 @@ served by a local HTTP mirror, a checksum failure, and (when present) the real
 California and Electricity copies in ../shared/data used as an offline mirror."""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -45,12 +44,6 @@ def run_workflow(workdir, config, targets, env_extra=None):
         [SNAKEMAKE, "--cores", "4", "--show-failed-logs", *targets],
         cwd=workdir, env=env, capture_output=True, text=True, timeout=300,
     )
-
-
-def test_smk_generated_sources_match_registry():
-    text = open(os.path.join(REPO, "workflow", "rules", "data_common.smk")).read()
-    listed = re.search(r"DATA_GENERATED_SOURCES = \(([^)]*)\)", text).group(1)
-    assert sorted(re.findall(r'"(\w+)"', listed)) == generated_sources()
 
 
 EXPECT = {  # source: (variant, n_features or None, task)

@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dpcd"
 
 # Each floor may import its own floor and those below, never one above.
 FLOORS = {
-    "leak": 0, "data": 0, "problems": 0, "privacy": 0,
+    "leak": 0, "plan": 0, "data": 0, "problems": 0, "privacy": 0,
     "solvers": 1,
     "algorithms": 2,
     "sweep": 3,
@@ -82,5 +82,5 @@ def test_stage_modules_stay_thin_entry_points():
     assert {name: n for name, n in sizes.items() if n > 200} == {}
     rules = Path(__file__).resolve().parents[1] / "workflow" / "rules"
     stages = {f"{rule.stem}.py" for rule in rules.glob("*.smk")} - {"data.py", "common.py",
-                                                                       "data_common.py"}
+                                                                       "data_common.py", "plan.py"}
     assert stages <= set(sizes)

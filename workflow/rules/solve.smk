@@ -1,5 +1,8 @@
 # Stage 4: a non-private reference solve for F*, then the solver sweeps. A solve
 # job writes its MLflow runs to a file; the experiment's aggregate job ingests them.
+# The {stage} of a solve job is empty for search: grid (the paths of finished
+# workdirs) and "screen/" or "confirm/" for search: staged, whose select rule
+# keeps the screen's best few for the confirm jobs.
 
 
 # The kernels compile once, one job at a time, before the jobs that run them:
@@ -63,14 +66,15 @@ rule solve:
         private_smoothness=private_smoothness_inputs,
         reference="results/reference/{experiment}.json",
         warmup="results/.numba_cache/warmup.done",
+        selection=selection_input,
     output:
-        runs="results/runs/{experiment}/{solver}/chunk{chunk}.parquet",
-        mlflow_runs="results/runs/{experiment}/{solver}/chunk{chunk}.mlflow.jsonl.gz",
-        timing="results/runs/{experiment}/{solver}/chunk{chunk}.timing.json",
+        runs="results/runs/{experiment}/{solver}/{stage}chunk{chunk}.parquet",
+        mlflow_runs="results/runs/{experiment}/{solver}/{stage}chunk{chunk}.mlflow.jsonl.gz",
+        timing="results/runs/{experiment}/{solver}/{stage}chunk{chunk}.timing.json",
     log:
-        "results/logs/solve/{experiment}/{solver}/chunk{chunk}.log",
+        "results/logs/solve/{experiment}/{solver}/{stage}chunk{chunk}.log",
     benchmark:
-        "results/benchmarks/solve/{experiment}/{solver}/chunk{chunk}.tsv"
+        "results/benchmarks/solve/{experiment}/{solver}/{stage}chunk{chunk}.tsv"
     priority: sweep_priority
     conda:
         "../../envs/dpcd.yaml"
@@ -82,3 +86,21 @@ rule solve:
         " --private-smoothness={input.private_smoothness}"
         " --reference {input.reference} --mlflow-runs {output.mlflow_runs}"
         " --out {output.runs} --timing {output.timing} 2> {log}"
+
+
+rule select:
+    input:
+        runs=screen_results,
+    output:
+        "results/selection/{experiment}/screen.csv",
+    log:
+        "results/logs/select/{experiment}/screen.log",
+    benchmark:
+        "results/benchmarks/select/{experiment}/screen.tsv"
+    priority: sweep_priority
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        spec=select_params,
+    shell:
+        "dpcd select --spec {params.spec:q} --runs {input.runs} --out {output} 2> {log}"

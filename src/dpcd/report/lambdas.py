@@ -1,7 +1,7 @@
 """Regularisation sensitivity: each solver's best relative error against lambda.
 
 An experiment with an ``alpha_grid`` runs again at each strength as
-``<name>_lam<k>`` (workflow/rules/common.smk). Per experiment of such a group
+``<name>_lam<k>`` (``dpcd.plan.expand_lambda_grids``). Per experiment of such a group
 (the base included, at its own alpha) and per solver and epsilon, the cell
 with the lowest relative error on the selection seeds (passes tuned like the
 other hyperparameters) gives the row; its fresh-seed error sits beside it when

@@ -1,5 +1,4 @@
-"""``dpcd aggregate``, ``dpcd lambda-table``, ``dpcd summary``: the rules of
-``aggregate.smk``."""
+"""``dpcd aggregate``, ``lambda-table``, ``summary``: the rules of ``aggregate.smk``."""
 
 import json
 from pathlib import Path
@@ -118,6 +117,7 @@ def cmd_summary(args):
 
     from dpcd.report import summary as s
     from dpcd.report.metrics import summary_metrics
+    from dpcd.report.search import search_markdown
     from dpcd.report.tables import read_table
     from dpcd.tracking import log_experiment_artifacts, setup_experiment
 
@@ -131,12 +131,13 @@ def cmd_summary(args):
     # Table 3 and the speed-ups against the paper from runs timed alone
     table = s.compare(s.solo_times(table), published)
     atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
-    overhead = s.solve_overhead([read_json(path) for path in args.timings or []])
+    timings = [read_json(path) for path in args.timings or []]
+    overhead = s.solve_overhead(timings)
     text = s.summary_markdown(table, published=published) + s.fresh_summary_markdown(table)
     if args.lambda_table:
         text += s.lambda_summary_markdown(pd.read_csv(args.lambda_table))
     ingests = [read_json(path)["ingest"] for path in args.ingests or []]
-    text += s.overhead_markdown(overhead, ingests)
+    text += s.overhead_markdown(overhead, ingests) + search_markdown(timings)  # staged: what ran
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
                              metrics=summary_metrics(table, published, overhead, ingests))

@@ -94,7 +94,8 @@ def cmd_solve(args):
     log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
     split["calibration"] = cache.STATS["seconds"] - calibration0
     split["kernels"] = float(sum(record.time.sum() for record in records))
-    job = f"{spec['experiment']}/{spec['solver']}/chunk{args.chunk}"
+    stage = f"{spec['stage']}/" if "stage" in spec else ""  # staged search
+    job = f"{spec['experiment']}/{spec['solver']}/{stage}chunk{args.chunk}"
     start = time.perf_counter()
     write_mlflow_runs(args.mlflow_runs, job, mlflow_runs(records, spec, problem))
     split["mlflow"] = time.perf_counter() - start
@@ -106,11 +107,27 @@ def cmd_solve(args):
     if args.timing:
         write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
                                  "chunk": args.chunk, "configurations": len(records),
+                                 "stage": spec.get("stage", "grid"), "seeds": spec["seeds"],
                                  "seconds": split})
 
 
+def cmd_select(args):
+    """``search: staged``: keep the screen's best ``keep`` configurations per
+    (solver, epsilon, passes), by the paper's selection rule."""
+    import pandas as pd
+
+    from dpcd.report.search import keep_best
+
+    spec = json.loads(args.spec)
+    runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
+    table = keep_best(runs, spec["select_by"], spec["keep"])
+    log.info("kept %d of %d configurations (%d per solver, epsilon and passes)",
+             table["config_id"].nunique(), runs["config_id"].nunique(), spec["keep"])
+    atomic_write(args.out, lambda tmp: table.to_csv(tmp, index=False))
+
+
 def register(subparsers):
-    """Add ``warmup``, ``reference`` and ``solve`` to the ``dpcd`` parser."""
+    """Add ``warmup``, ``reference``, ``solve`` and ``select`` to the ``dpcd`` parser."""
     p = add_command(subparsers, "warmup", cmd_warmup, "compile the numba kernels into the cache")
     p.add_argument("--families", nargs="+",
                    help="kernel families (reference, dp_cd, dp_sgd, dp_gcd, dp_scd); all if absent")
@@ -134,3 +151,8 @@ def register(subparsers):
                    help="where the job's MLflow runs go (gzipped JSON lines)")
     p.add_argument("--out", required=True)
     p.add_argument("--timing", help="JSON: where the job's overhead ledger goes (optional)")
+
+    p = add_command(subparsers, "select", cmd_select, "staged search: keep the screen's best")
+    p.add_argument("--spec", required=True, help="JSON: select_by, keep")
+    p.add_argument("--runs", nargs="+", required=True, help="the screen's tables")
+    p.add_argument("--out", required=True, help="selection CSV")

@@ -11,6 +11,7 @@ from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
+from dpcd.sweep import search
 from dpcd.sweep.grid import (
     chunk_of,
     config_id,
@@ -57,6 +58,8 @@ def chunk_configurations(spec, chunk):
     configs = configurations(
         spec["solver"], spec["grid"], spec["passes"], epsilons_of(spec["privacy"])
     )
+    if "selection" in spec:  # staged search, confirm: what the select job kept
+        configs = search.selected(configs, spec["selection"])
     return chunk_of(configs, chunk, spec["chunks"])
 
 

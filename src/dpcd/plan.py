@@ -1,0 +1,387 @@
+"""Workflow planning: what the Snakemake rules run, as plain data.
+
+The Snakefile loads this module by path (standard library and yaml only), so
+it plans the same jobs whether or not ``dpcd`` is importable in Snakemake's
+own interpreter (``--sdm conda``). It knows no solver: a solver entry is
+``{solver: name, <hyperparameter grids>...}`` and only the names the workflow
+routes on (``dp_cd_p`` reads the private smoothness estimate) appear here.
+
+A :class:`Plan` holds the validated configuration (``alpha_grid`` expanded)
+and answers the rules' questions: the solve specs (the solve rule's params:
+Snakemake reruns a job when its params string changes, so these strings are a
+contract with every finished workdir), the one job list, priorities and the
+final outputs.
+"""
+
+import copy
+import json
+import math
+import os
+from collections import namedtuple
+
+# Registry entries generated from a seed rather than downloaded
+# (tests/test_plan.py checks this matches dpcd.data.registry).
+GENERATED_SOURCES = (
+    "log1",
+    "log2",
+    "mtp_standin",
+    "sparse_binary",
+    "sparse_lasso",
+    "yearpredictionmsd_standin",
+)
+
+# Warm-up jobs gate every solver job: they go first.
+WARMUP_PRIORITY = 100
+
+# The solver whose jobs also read the experiment's private smoothness estimate.
+PRIVATE_SMOOTHNESS_SOLVER = "dp_cd_p"
+
+#: One solve job. ``stage``: ``grid`` (every configuration on every seed) or,
+#: for ``search: staged``, ``screen`` (every configuration on the first seed)
+#: then ``confirm`` (the configurations the select rule kept, on every seed).
+Job = namedtuple("Job", "experiment solver stage chunk")
+
+# The solve stages of each search, in order; the last one's runs make the tables.
+SEARCH_STAGES = {"grid": ("grid",), "staged": ("screen", "confirm")}
+
+
+def render(obj):
+    """Deterministic JSON for params: Snakemake compares params as strings."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def expand_lambda_grids(experiments):
+    """Expand each experiment's ``alpha_grid`` into experiments of their own.
+
+    Parameters
+    ----------
+    experiments : dict
+        The config's experiments (not modified).
+
+    Returns
+    -------
+    experiments : dict
+        The same experiments without ``alpha_grid``, followed by
+        ``<name>_lam<k>``: ``<name>`` at the k-th strength.
+    groups : dict
+        ``<name>_lam<k>`` -> ``{"base": name, "alpha" or "lambda_max_fraction": value}``.
+    """
+    experiments = copy.deepcopy(experiments)
+    groups = {}
+    for name in sorted(experiments):
+        grid = experiments[name].pop("alpha_grid", None)
+        if not grid:
+            continue
+        ((key, values),) = grid.items()
+        setting = "alpha" if key == "alphas" else "lambda_max_fraction"
+        for k, value in enumerate(values):
+            new = f"{name}_lam{k}"
+            if new in experiments:
+                raise ValueError(
+                    f"config: experiments.{name}.alpha_grid: {new!r} is already an experiment"
+                )
+            exp = copy.deepcopy(experiments[name])
+            exp["problem"][setting] = float(value)
+            experiments[new] = exp
+            groups[new] = {"base": name, setting: float(value)}
+    return experiments, groups
+
+
+def algorithm_modules(modules):
+    """``DPCD_ALGORITHMS`` for the config's ``algorithms`` (solvers from outside
+    dpcd, which every job imports): ``.py`` paths made absolute, joined by
+    ``os.pathsep``."""
+    return os.pathsep.join(os.path.abspath(m) if m.endswith(".py") else m for m in modules)
+
+
+def solver_entry(exp, name):
+    """(solver, grid, passes) of solver entry ``name`` of experiment ``exp``.
+
+    An entry is a solver's own name or a named variant ``{solver: dp_gcd,
+    rule: gs_q, ...}``; an entry's ``passes`` replaces the experiment's.
+    """
+    entry = dict(exp["solvers"][name])
+    solver = entry.pop("solver", name)
+    passes = entry.pop("passes", exp["passes"])
+    return solver, entry, passes
+
+
+def data_spec(datasets, key, stage):
+    """The params of data stage ``stage`` (generate, download, preprocess) for
+    dataset ``key``: only the settings that stage reads."""
+    if key not in datasets:
+        raise ValueError(f"unknown dataset key {key!r}; configured: {sorted(datasets)}")
+    dataset = datasets[key]
+    if stage == "generate":
+        return {"source": dataset["source"], "params": dataset.get("params") or {}}
+    if stage == "download":
+        return {"source": dataset["source"]}
+    return {"source": dataset["source"], "split_seed": dataset.get("split_seed", 0)}
+
+
+def raw_path(datasets, key):
+    """The raw stage's output for a dataset: generated file or download manifest."""
+    spec = data_spec(datasets, key, "download")
+    if spec["source"] in GENERATED_SOURCES:
+        return f"results/data/raw/{key}/generated.npz"
+    return f"results/data/raw/{key}/manifest.json"
+
+
+class Plan:
+    """The workflow's plan for one configuration.
+
+    Parameters
+    ----------
+    config : dict
+        The validated configuration (schema defaults filled in). Its
+        experiments are replaced by their ``alpha_grid`` expansion.
+    registry : dict, optional
+        ``dpcd.data.registry.registry()``, when importable: checks dataset
+        sources and gives dataset shapes for priorities.
+    check_solvers : callable, optional
+        ``check_solvers(config)``, when dpcd is importable: every solver entry
+        checked against its algorithm's spec (``dpcd.algorithms.check_solvers``:
+        name, grid, (loss, penalty), neighbouring relation).
+    """
+
+    def __init__(self, config, registry=None, check_solvers=None):
+        self.config = config
+        config["experiments"], self.lambda_groups = expand_lambda_grids(
+            config["experiments"]
+        )
+        self.registry = registry
+        self._check(check_solvers)
+
+    # -- checks ----------------------------------------------------------
+    def _check(self, check_solvers):
+        config = self.config
+        for name in config["experiments"]:
+            self.experiment(name)
+        if "summary" in config["experiments"]:
+            raise ValueError(
+                "config: experiments.summary: the name is reserved for the summary "
+                "across experiments"
+            )
+        for name, exp in config["experiments"].items():
+            search = exp.get("search", "grid")
+            if search not in SEARCH_STAGES:
+                raise ValueError(
+                    f"config: experiments.{name}.search: unknown value {search!r}; "
+                    f"known: {sorted(SEARCH_STAGES)}"
+                )
+            if search == "staged" and exp["seeds"] < 2:
+                raise ValueError(
+                    f"config: experiments.{name}.seeds: search staged screens on one "
+                    f"seed and confirms on all seeds, so it needs seeds >= 2 "
+                    f"(got {exp['seeds']})"
+                )
+        if self.registry is not None:
+            for key, dataset in config["datasets"].items():
+                if dataset["source"] not in self.registry:
+                    raise ValueError(
+                        f"config: datasets.{key}.source: unknown registry entry "
+                        f"{dataset['source']!r}; known: {sorted(self.registry)}"
+                    )
+        if check_solvers is not None:
+            check_solvers(config)
+
+    def experiment(self, name):
+        """The experiment's config entry, its dataset checked."""
+        config = self.config
+        exp = config["experiments"][name]
+        if exp["dataset"] not in config["datasets"]:
+            raise ValueError(
+                f"config: experiments.{name}.dataset: unknown dataset "
+                f"{exp['dataset']!r}; known: {sorted(config['datasets'])}"
+            )
+        return exp
+
+    @property
+    def experiments(self):
+        """Experiment names, sorted."""
+        return sorted(self.config["experiments"])
+
+    # -- specs (the rules' params) ----------------------------------------
+    def solve_spec(self, experiment, solver, stage="grid"):
+        """Everything one solver's sweep reads, and nothing of the other solvers.
+
+        A ``grid`` spec carries no stage (the specs of finished workdirs are
+        unchanged); ``screen`` runs the first seed only, ``confirm`` the
+        configurations of the selection file on every seed.
+        """
+        exp = self.experiment(experiment)
+        keys = ("dataset", "variant", "problem", "privacy", "seeds", "base_seed")
+        spec = {key: exp[key] for key in keys}
+        name, grid, passes = solver_entry(exp, solver)
+        spec.update(
+            experiment=experiment,
+            solver=solver,
+            grid=grid,
+            passes=passes,
+            chunks=exp["chunks"],
+        )
+        if name != solver:
+            spec["adapter"] = name  # only variants carry it: DP-CD specs are unchanged
+        if exp.get("validation_split", "fixed") != "fixed":
+            # only when set: the specs (and finished jobs) of fixed splits are unchanged
+            spec["validation_split"] = exp["validation_split"]
+        if stage == "screen":
+            spec.update(stage=stage, seeds=1)
+        elif stage == "confirm":
+            spec.update(stage=stage, selection=self.selection_path(experiment))
+        return spec
+
+    def search(self, experiment):
+        return self.experiment(experiment).get("search", "grid")
+
+    def stages(self, experiment):
+        """The experiment's solve stages, in order."""
+        return SEARCH_STAGES[self.search(experiment)]
+
+    def final_stage(self, experiment):
+        """The stage whose runs make the experiment's tables."""
+        return self.stages(experiment)[-1]
+
+    @staticmethod
+    def selection_path(experiment, stage="screen"):
+        """The select rule's output after ``stage``."""
+        return f"results/selection/{experiment}/{stage}.csv"
+
+    def select_spec(self, experiment):
+        """What the select rule reads: the selection rule and how many it keeps."""
+        exp = self.experiment(experiment)
+        return {"select_by": exp["select_by"], "keep": exp["search_keep"]}
+
+    def staged_experiments(self):
+        return [name for name in self.experiments if self.search(name) == "staged"]
+
+    def uses_private_smoothness(self, experiment, solver):
+        exp = self.experiment(experiment)
+        return solver_entry(exp, solver)[0] == PRIVATE_SMOOTHNESS_SOLVER
+
+    def private_smoothness_spec(self, experiment):
+        """What the private estimate reads: budget, seeds and its share of epsilon."""
+        exp = self.experiment(experiment)
+        fraction = next(
+            solver_entry(exp, name)[1]["smoothness_fraction"]
+            for name in sorted(exp["solvers"])
+            if self.uses_private_smoothness(experiment, name)
+        )
+        return {
+            "experiment": experiment,
+            # the estimate is replace-one whatever the experiment's relation
+            "privacy": {k: v for k, v in exp["privacy"].items() if k != "neighbouring"},
+            "seeds": exp["seeds"],
+            "base_seed": exp["base_seed"],
+            "loss": exp["problem"]["loss"],
+            "smoothness_fraction": fraction,
+        }
+
+    def aggregate_spec(self, experiment):
+        return {"select_by": self.experiment(experiment)["select_by"]}
+
+    @property
+    def fresh_seeds(self):
+        return self.config["report"]["fresh_seeds"]
+
+    def fresh_spec(self, experiment):
+        """Each solver's solve spec without its chunking, the selection rule and
+        the number of fresh seeds (None when report.fresh_seeds is 0): editing
+        report.fresh_seeds reruns the aggregate jobs and no solve job."""
+        if not self.fresh_seeds:
+            return None
+        exp = self.experiment(experiment)
+        specs = {}
+        for solver in sorted(exp["solvers"]):
+            spec = self.solve_spec(experiment, solver)
+            del spec["chunks"]
+            specs[solver] = spec
+        return {
+            "solvers": specs,
+            "select_by": exp["select_by"],
+            "fresh_seeds": self.fresh_seeds,
+        }
+
+    # -- priorities --------------------------------------------------------
+    def dataset_size(self, name):
+        """n x p from the config's generator params or the registry (1 if unknown)."""
+        dataset = self.config["datasets"][name]
+        entry = (self.registry or {}).get(dataset["source"], {})
+        shape = {
+            **entry.get("expected", {}),
+            **entry.get("defaults", {}),
+            **(dataset.get("params") or {}),
+        }
+        return shape.get("n_samples", 1) * shape.get("n_features", 1)
+
+    def priority(self, experiment):
+        """log10 of the sweep's size (n x p x passes summed over its solvers):
+        on few cores the longest chains start first and the short ones fill
+        the end instead of the long ones running alone after the rest."""
+        exp = self.experiment(experiment)
+        passes = sum(sum(solver_entry(exp, name)[2]) for name in sorted(exp["solvers"]))
+        return math.log10(self.dataset_size(exp["dataset"]) * max(passes, 1))
+
+    # -- jobs and outputs --------------------------------------------------
+    def jobs(self, experiment=None, stage=None):
+        """The solve jobs (of one experiment or of all; of one stage or of
+        all), in a fixed order. ``stage="final"``: each experiment's last."""
+        names = self.experiments if experiment is None else [experiment]
+        return [
+            Job(name, solver, each, chunk)
+            for name in names
+            for each in self.stages(name)
+            if stage is None
+            or each == stage
+            or (stage == "final" and each == self.final_stage(name))
+            for solver in sorted(self.experiment(name)["solvers"])
+            for chunk in range(self.experiment(name)["chunks"])
+        ]
+
+    @staticmethod
+    def job_path(job, suffix):
+        """A solve job's output: ``results/runs/<experiment>/<solver>/chunk<k>``
+        (grid: the paths of finished workdirs) or ``.../<stage>/chunk<k>``."""
+        stage = "" if job.stage == "grid" else f"{job.stage}/"
+        return f"results/runs/{job.experiment}/{job.solver}/{stage}chunk{job.chunk}{suffix}"
+
+    def lambda_experiments(self):
+        """The experiments of the lambda table: each base with its alpha_grid ones."""
+        bases = {group["base"] for group in self.lambda_groups.values()}
+        return sorted(bases | set(self.lambda_groups))
+
+    def paper_figure_experiments(self):
+        """The experiments report.figures draws from (curves, grids)."""
+        figures = self.config["report"].get("figures") or {}
+        names = sorted({e for spec in figures.values() for e in spec["experiments"]})
+        for name in names:
+            self.experiment(name)
+        return names
+
+    def final_outputs(self):
+        """Tables and figures of every experiment, and the summary across them."""
+        outputs = ["results/summary.csv", "results/summary.md"]
+        figures = self.config["report"].get("figures") or {}
+        if figures:
+            outputs += ["results/paper/report.md"]
+            outputs += [f"results/paper/{name}.png" for name in sorted(figures)]
+        for name in self.experiments:
+            outputs += [
+                f"results/tables/{name}.csv",
+                f"results/tables/{name}.md",
+                f"results/figures/{name}_rel_error.png",
+                f"results/figures/{name}_rel_error_time.png",
+                f"results/figures/{name}_solution.png",
+            ]
+            if self.fresh_seeds:
+                outputs += [
+                    f"results/tables/fresh/{name}.csv",
+                    f"results/tables/fresh/{name}.md",
+                    f"results/figures/{name}_rel_error_fresh.png",
+                ]
+        if self.lambda_groups:
+            outputs += [
+                "results/tables/lambda/sensitivity.csv",
+                "results/figures/lambda_sensitivity.png",
+            ]
+        return outputs

@@ -1,0 +1,302 @@
+"""The workflow planner (dpcd.plan): job lists, priorities, lambda expansion and
+which specs a config edit changes. The Snakefile loads the same module by path;
+tests/test_plan.py runs it on every paper config without Snakemake."""
+
+import copy
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from dpcd import plan
+from dpcd.data.registry import generated_sources, registry
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA = os.path.join(REPO, "workflow", "schemas", "config.schema.yaml")
+
+# Solve jobs per config, as `snakemake -n` listed them before the planner moved
+# out of common.smk (main a9c6558).
+SOLVE_JOBS = {
+    "config/config.yaml": 6,
+    "config/paper/dpcd_icml22.yaml": 48,
+    "config/paper/dpcd_icml22_quick.yaml": 32,
+    "config/paper/dpgcd_aistats23.yaml": 128,
+    "config/paper/dpgcd_aistats23_quick.yaml": 37,
+    "config/paper/dpscd_aaai21.yaml": 80,
+    "config/paper/dpscd_aaai21_quick.yaml": 15,
+}
+
+
+def load(path):
+    with open(os.path.join(REPO, path)) as fh:
+        config = yaml.safe_load(fh)
+    validate(config, SCHEMA)  # fills the schema's defaults, as the Snakefile does
+    return config
+
+
+def make(config):
+    return plan.Plan(copy.deepcopy(config), registry())
+
+
+def test_generated_sources_match_registry():
+    assert sorted(plan.GENERATED_SOURCES) == generated_sources()
+
+
+def test_stdlib_and_yaml_only():
+    """The Snakefile loads plan.py by path in an interpreter that may lack dpcd
+    and its dependencies: it imports nothing else."""
+    code = (
+        "import sys, importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('p', {plan.__file__!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "bad = [k for k in sys.modules if k.split('.')[0] in "
+        "('dpcd', 'numpy', 'numba', 'pandas', 'mlflow')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": ""})
+
+
+@pytest.mark.parametrize("path", sorted(SOLVE_JOBS))
+def test_job_list_of_every_config(path):
+    config = load(path)
+    p = make(config)
+    jobs = p.jobs()
+    assert len(jobs) == SOLVE_JOBS[path]
+    assert len(set(jobs)) == len(jobs)
+    for name in p.experiments:
+        exp = p.experiment(name)
+        assert [(j.solver, j.chunk) for j in p.jobs(name)] == [
+            (s, c) for s in sorted(exp["solvers"]) for c in range(exp["chunks"])
+        ]
+        assert {j.stage for j in p.jobs(name)} == {"grid"}
+    paths = [p.job_path(job, ".parquet") for job in jobs]
+    assert len(set(paths)) == len(paths)
+    outputs = p.final_outputs()
+    assert "results/summary.md" in outputs
+    for name in p.experiments:
+        assert f"results/tables/{name}.csv" in outputs
+    assert ("results/tables/lambda/sensitivity.csv" in outputs) == bool(p.lambda_groups)
+    assert all(f"results/tables/fresh/{n}.csv" in outputs for n in p.experiments) == bool(
+        p.fresh_seeds
+    )
+
+
+def test_solve_params_string_unchanged():
+    """The solve rule's params string of a finished workdir (main a9c6558's
+    `snakemake -n -p`): a different string would rerun every finished job."""
+    p = make(load("config/config.yaml"))
+    assert plan.render(p.solve_spec("sparse_lasso", "dp_sgd")) == (
+        '{"base_seed":0,"chunks":2,"dataset":"sparse_lasso_small","experiment":'
+        '"sparse_lasso","grid":{"batch_size":[1],"clip":{"geomspace":[0.01,10.0,4]},'
+        '"step":[0.01,0.1,1.0]},"passes":[2,5,10],"privacy":{"accountant":"auto",'
+        '"delta":null,"epsilon":10.0,"neighbouring":"replace_one"},"problem":'
+        '{"alpha":0.1,"l1_ratio":0.5,"loss":"squares","penalty":"l1"},"seeds":3,'
+        '"solver":"dp_sgd","variant":"raw"}'
+    )
+
+
+def small_config():
+    config = load("config/config.yaml")
+    exp = config["experiments"]["sparse_lasso"]
+    big = copy.deepcopy(exp)
+    big["dataset"] = "big"
+    config["datasets"]["big"] = {
+        "source": "sparse_lasso",
+        "params": {"n_samples": 5000, "n_features": 100},
+    }
+    config["experiments"]["big"] = big
+    return config
+
+
+def test_priorities():
+    p = make(small_config())
+    # n x p x (passes summed over the three solvers)
+    assert p.priority("sparse_lasso") == pytest.approx(math.log10(500 * 100 * 3 * 17))
+    assert p.priority("big") == pytest.approx(math.log10(5000 * 100 * 3 * 17))
+    assert max(p.priority(n) for n in p.experiments) < plan.WARMUP_PRIORITY
+    # a variant's own passes count
+    config = small_config()
+    config["experiments"]["big"]["solvers"]["dp_cd"]["passes"] = [100]
+    assert make(config).priority("big") > p.priority("big")
+    # a registry source without params: its recorded shape
+    config["datasets"]["big"] = {"source": "california"}
+    shape = registry()["california"]["expected"]
+    assert make(config).dataset_size("big") == shape["n_samples"] * shape["n_features"]
+
+
+def test_lambda_expansion():
+    config = load("config/config.yaml")
+    config["experiments"]["sparse_lasso"]["alpha_grid"] = {"alphas": [0.5, 1]}
+    p = make(config)
+    assert p.experiments == ["sparse_lasso", "sparse_lasso_lam0", "sparse_lasso_lam1"]
+    assert p.lambda_groups == {
+        "sparse_lasso_lam0": {"base": "sparse_lasso", "alpha": 0.5},
+        "sparse_lasso_lam1": {"base": "sparse_lasso", "alpha": 1.0},
+    }
+    assert "alpha_grid" not in p.experiment("sparse_lasso")
+    assert p.experiment("sparse_lasso")["problem"]["alpha"] == 0.1
+    assert p.experiment("sparse_lasso_lam1")["problem"]["alpha"] == 1.0
+    assert p.lambda_experiments() == p.experiments
+    assert len(p.jobs()) == 3 * 6
+    config["experiments"]["sparse_lasso"]["alpha_grid"] = {"lambda_max_fractions": [0.01]}
+    p = make(config)
+    assert p.experiment("sparse_lasso_lam0")["problem"]["lambda_max_fraction"] == 0.01
+    config["experiments"]["sparse_lasso_lam0"] = copy.deepcopy(
+        config["experiments"]["sparse_lasso"]
+    )
+    with pytest.raises(ValueError, match="sparse_lasso_lam0.*already an experiment"):
+        make(config)
+
+
+def specs(p):
+    """Every spec the rules' params carry, by (kind, experiment, solver)."""
+    out = {}
+    for name in p.experiments:
+        out["aggregate", name, None] = plan.render(p.aggregate_spec(name))
+        out["fresh", name, None] = plan.render(p.fresh_spec(name))
+        for solver in p.experiment(name)["solvers"]:
+            out["solve", name, solver] = plan.render(p.solve_spec(name, solver))
+    return out
+
+
+def changed(config, edit):
+    before = specs(make(config))
+    config = copy.deepcopy(config)
+    edit(config)
+    after = specs(make(config))
+    assert before.keys() == after.keys()
+    return {key for key in before if before[key] != after[key]}
+
+
+def test_an_edit_changes_only_the_expected_specs():
+    config = small_config()
+
+    def grid(c):
+        c["experiments"]["big"]["solvers"]["dp_cd"]["step"] = [0.5]
+
+    assert changed(config, grid) == {("solve", "big", "dp_cd"), ("fresh", "big", None)}
+
+    def seeds(c):
+        c["experiments"]["big"]["seeds"] = 4
+
+    assert changed(config, seeds) == {
+        ("solve", "big", s) for s in ("cd", "dp_cd", "dp_sgd")
+    } | {("fresh", "big", None)}
+
+    def fresh(c):
+        c["report"]["fresh_seeds"] = 3
+
+    assert changed(config, fresh) == {("fresh", n, None) for n in ("big", "sparse_lasso")}
+
+    def select(c):
+        c["experiments"]["sparse_lasso"]["select_by"] = "validation"
+
+    assert changed(config, select) == {
+        ("aggregate", "sparse_lasso", None),
+        ("fresh", "sparse_lasso", None),
+    }
+
+    def chunks(c):
+        c["experiments"]["big"]["chunks"] = 3
+
+    assert changed(config, chunks) == {("solve", "big", s) for s in ("cd", "dp_cd", "dp_sgd")}
+
+
+def test_variant_and_validation_split_keys_only_when_set():
+    config = small_config()
+    p = make(config)
+    assert "adapter" not in p.solve_spec("big", "dp_cd")
+    assert "validation_split" not in p.solve_spec("big", "dp_cd")
+    config["experiments"]["big"]["solvers"]["dp_cd_1"] = {"solver": "dp_cd", "step": [1.0]}
+    config["experiments"]["big"]["validation_split"] = "per_seed"
+    p = make(config)
+    assert p.solve_spec("big", "dp_cd_1")["adapter"] == "dp_cd"
+    assert p.solve_spec("big", "dp_cd")["validation_split"] == "per_seed"
+
+
+def test_private_smoothness_routing():
+    p = make(load("config/paper/dpcd_icml22_quick.yaml"))
+    routed = {(j.experiment, j.solver) for j in p.jobs() if p.uses_private_smoothness(
+        j.experiment, j.solver)}
+    assert routed and all(solver == "dp_cd_p" for _, solver in routed)
+    name = sorted(routed)[0][0]
+    spec = p.private_smoothness_spec(name)
+    assert "neighbouring" not in spec["privacy"]
+    assert spec["smoothness_fraction"] == p.experiment(name)["solvers"]["dp_cd_p"][
+        "smoothness_fraction"]
+
+
+def test_bad_configs_are_refused_with_the_setting_named():
+    config = small_config()
+    config["experiments"]["big"]["dataset"] = "nope"
+    with pytest.raises(ValueError, match="experiments.big.dataset: unknown dataset 'nope'"):
+        make(config)
+    config = small_config()
+    config["experiments"]["summary"] = config["experiments"]["big"]
+    with pytest.raises(ValueError, match="experiments.summary: the name is reserved"):
+        make(config)
+    config = small_config()
+    config["datasets"]["big"]["source"] = "nope"
+    with pytest.raises(ValueError, match="datasets.big.source: unknown registry entry"):
+        make(config)
+
+
+def test_data_specs():
+    datasets = load("config/config.yaml")["datasets"]
+    assert plan.data_spec(datasets, "sparse_lasso_small", "download") == {
+        "source": "sparse_lasso"
+    }
+    assert plan.data_spec(datasets, "sparse_lasso_small", "preprocess") == {
+        "source": "sparse_lasso", "split_seed": 0}
+    assert plan.raw_path(datasets, "sparse_lasso_small").endswith("generated.npz")
+    assert plan.raw_path({"c": {"source": "california"}}, "c").endswith("manifest.json")
+    with pytest.raises(ValueError, match="unknown dataset key 'x'"):
+        plan.data_spec(datasets, "x", "generate")
+
+
+def test_staged_search_jobs_and_specs():
+    config = small_config()
+    config["experiments"]["big"].update(search="staged", search_keep=2)
+    p = make(config)
+    grid = make(small_config())
+    # the grid experiment is untouched: same jobs, same specs
+    assert p.jobs("sparse_lasso") == grid.jobs("sparse_lasso")
+    assert p.solve_spec("sparse_lasso", "dp_cd") == grid.solve_spec("sparse_lasso", "dp_cd")
+    jobs = p.jobs("big")
+    assert [j.stage for j in jobs] == ["screen"] * 6 + ["confirm"] * 6
+    assert p.jobs("big", "final") == [j for j in jobs if j.stage == "confirm"]
+    assert p.jobs(stage="final") == [j for j in p.jobs() if j.stage in ("grid", "confirm")]
+    assert p.job_path(jobs[0], ".parquet") == "results/runs/big/cd/screen/chunk0.parquet"
+    screen = p.solve_spec("big", "dp_cd", "screen")
+    confirm = p.solve_spec("big", "dp_cd", "confirm")
+    base = grid.solve_spec("big", "dp_cd")
+    assert screen == {**base, "stage": "screen", "seeds": 1}
+    assert confirm == {**base, "stage": "confirm",
+                       "selection": "results/selection/big/screen.csv"}
+    assert p.select_spec("big") == {"select_by": "last_objective", "keep": 2}
+    # search settings only reach the select rule: the specs of the solve jobs
+    # do not change with search_keep (the confirm reads the selection file)
+    config["experiments"]["big"]["search_keep"] = 3
+    assert make(config).solve_spec("big", "dp_cd", "confirm") == confirm
+
+
+def test_bad_search_settings_are_refused():
+    config = small_config()
+    config["experiments"]["big"]["search"] = "random"
+    with pytest.raises(ValueError, match="experiments.big.search: unknown value 'random'"):
+        make(config)
+    config["experiments"]["big"].update(search="staged", seeds=1)
+    with pytest.raises(ValueError, match="experiments.big.seeds: search staged .* seeds >= 2"):
+        make(config)
+    config["experiments"]["big"]["seeds"] = 2
+    make(config)
+    # the schema refuses an unknown value too, naming the setting
+    config = load("config/config.yaml")
+    config["experiments"]["sparse_lasso"]["search"] = "random"
+    with pytest.raises(Exception, match="random"):
+        validate(config, SCHEMA)
