@@ -54,7 +54,8 @@ def test_seq_epsilon_recomputed_over_the_batches_drawn(n, L, passes, eps):
     L_max: the shift from the state without the record) at delta minus the
     binomial tail of a larger batch (recomputed with scipy), meets the target."""
     p, C, delta = 4, 0.3, 1e-4
-    cal = privacy.calibrate_dp_scd(n, p, L, C, eps, delta, passes=passes, variant="seq")
+    cal = privacy.calibrate_dp_scd(n, p, L, C, eps, delta, passes=passes, variant="seq",
+                                   relation="replace_one")
     assert cal.sampling == "poisson" and cal.ledger.neighbouring == "replace_one"
     assert cal.ledger.caveats == ()
     L_max = cal.extra["max_batch_size"]
