@@ -48,24 +48,30 @@ def _data(n, p, seed=0):
 @pytest.mark.parametrize("n,L,passes,eps", [(600, 5, 3, 1.0), (600, 50, 5, 0.5),
                                             (2000, 200, 2, 2.0)])
 def test_seq_epsilon_recomputed_over_the_batches_drawn(n, L, passes, eps):
-    """Default seqDP-SCD: the kernel draws exactly L records every iteration, and
-    the ledger's epsilon, recomputed with dp_accounting at the largest batch drawn
-    (fixed-size sampling without replacement, replace-one, RDP), meets the target."""
+    """Default seqDP-SCD under replace-one: Poisson batches at L_max = "auto"; the
+    kernel's batches stay below L_max, and the ledger's epsilon, recomputed with
+    dp_accounting's PLD (Poisson-sampled Gaussian, REPLACE_ONE, unit Lemma 5 at
+    L_max: the shift from the state without the record) at delta minus the
+    binomial tail of a larger batch (recomputed with scipy), meets the target."""
     p, C, delta = 4, 0.3, 1e-4
-    cal = privacy.calibrate_dp_scd(n, p, L, C, eps, delta, passes=passes, variant="seq")
-    assert cal.sampling == "without_replacement"
-    assert cal.ledger.neighbouring == "replace_one"
+    cal = privacy.calibrate_dp_scd(n, p, L, C, eps, delta, passes=passes, variant="seq",
+                                   relation="replace_one")
+    assert cal.sampling == "poisson" and cal.ledger.neighbouring == "replace_one"
+    assert cal.ledger.caveats == ()
+    L_max = cal.extra["max_batch_size"]
+    tail = cal.steps * stats.binom.sf(L_max - 1, n - 1, L / n)
+    assert tail <= 0.01 * delta and cal.extra["delta_tail"] == pytest.approx(tail, rel=1e-9)
     X, y = _data(n, p)
     datafit, penalty = make_problem("squares", "l2", 0.1)
     res = dp_scd(X, y, datafit, penalty, clip=C, noise_scale=cal.noise_scales,
                  passes=passes, batch_size=L, seed=3, variant="seq", sampling=cal.sampling)
     drawn = res.extra["batch_sizes"]
-    assert drawn.shape == (cal.steps,) and np.all(drawn == L)
-    z = cal.noise_scales / _lemma5(C, int(drawn.max()))
-    acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=Rel.REPLACE_ONE)
-    acc.compose(dp_event.SampledWithoutReplacementDpEvent(
-        n, L, dp_event.GaussianDpEvent(z)), int(drawn.size))
-    assert acc.get_epsilon(delta) <= eps * (1 + 1e-9)
+    assert drawn.shape == (cal.steps,) and drawn.max() <= L_max
+    z = cal.noise_scales / _lemma5(C, L_max)
+    acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=Rel.REPLACE_ONE,
+                                               value_discretization_interval=1e-3)
+    acc.compose(dp_event.PoissonSampledDpEvent(L / n, dp_event.GaussianDpEvent(z)), cal.steps)
+    assert acc.get_epsilon(delta - tail) <= eps * (1 + 1e-3)
 
 
 def test_seq_kernel_batches_are_l_distinct_records():
@@ -86,10 +92,12 @@ def test_seq_kernel_batches_are_l_distinct_records():
     assert np.all(res.extra["batch_sizes"] == L)
 
 
-def test_seq_poisson_is_refused_without_max_batch_size():
-    with pytest.raises(ValueError, match="seqDP-SCD with Poisson batches.*max_batch_size"):
-        privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-5, passes=2, variant="seq",
-                                 sampling="poisson")
+def test_seq_poisson_defaults_to_auto_max_batch_size():
+    auto = privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-5, passes=2, variant="seq",
+                                    max_batch_size="auto")
+    default = privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-5, passes=2, variant="seq")
+    assert default.sampling == "poisson" and default.extra == auto.extra
+    assert default.noise_scales == auto.noise_scales
     with pytest.raises(ValueError, match="max_batch_size must be in"):
         privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-5, passes=2, variant="seq",
                                  sampling="poisson", max_batch_size=9)
@@ -98,14 +106,18 @@ def test_seq_poisson_is_refused_without_max_batch_size():
                                  max_batch_size=20)
 
 
+@pytest.mark.parametrize("relation", ["replace_special", "replace_one"])
 @pytest.mark.parametrize("max_batch", ["auto", 50])
-def test_seq_poisson_with_max_batch_size(max_batch):
+def test_seq_poisson_with_max_batch_size(max_batch, relation):
     """Poisson batches at a stated L_max: Lemma 5 at L_max, the binomial tail of a
     larger batch (recomputed here) charged to delta, epsilon recomputed with the
-    PLD and RDP accountants at delta - tail; the kernel's batches stay below L_max."""
+    PLD and RDP accountants at delta - tail (PLD only under replace-one, whose unit
+    is the shift S(L_max), half the sensitivity); the kernel's batches stay below
+    L_max."""
     n, p, L, passes, C, eps, delta = 2000, 4, 20, 3, 0.2, 1.0, 1e-4
     cal = privacy.calibrate_dp_scd(n, p, L, C, eps, delta, passes=passes, variant="seq",
-                                   sampling="poisson", max_batch_size=max_batch)
+                                   sampling="poisson", max_batch_size=max_batch,
+                                   relation=relation)
     T = cal.steps
     L_max = cal.extra["max_batch_size"]
     tail = T * stats.binom.sf(L_max - 1, n - 1, L / n)
@@ -115,16 +127,19 @@ def test_seq_poisson_with_max_batch_size(max_batch):
     else:
         assert L_max == 50
     led = cal.ledger
-    assert led.neighbouring == "replace_special" and led.delta == delta
+    assert led.neighbouring == relation and led.delta == delta
     lines = {b.group: b for b in led.budget}
     assert lines["optimisation"].delta + lines["batch_size_tail"].delta == pytest.approx(delta)
-    assert led.mechanisms[0].sensitivity == pytest.approx(_lemma5(C, L_max))
+    replace_one = relation == "replace_one"
+    assert led.mechanisms[0].sensitivity == pytest.approx(_lemma5(C, L_max) * (1 + replace_one))
     z = cal.noise_scales / _lemma5(C, L_max)
     event = dp_event.PoissonSampledDpEvent(L / n, dp_event.GaussianDpEvent(z))
-    rdp = rdp_privacy_accountant.RdpAccountant(neighboring_relation=Rel.REPLACE_SPECIAL)
-    pld = pld_privacy_accountant.PLDAccountant(neighboring_relation=Rel.REPLACE_SPECIAL,
-                                               value_discretization_interval=1e-4)
-    best = min(a.compose(event, T).get_epsilon(delta - tail) for a in (rdp, pld))
+    rel = Rel.REPLACE_ONE if replace_one else Rel.REPLACE_SPECIAL
+    accountants = [pld_privacy_accountant.PLDAccountant(neighboring_relation=rel,
+                                                        value_discretization_interval=1e-4)]
+    if not replace_one:
+        accountants.append(rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel))
+    best = min(a.compose(event, T).get_epsilon(delta - tail) for a in accountants)
     assert best <= eps * (1 + 1e-3)
     X, y = _data(n, p)
     datafit, penalty = make_problem("squares", "l2", 0.1)
@@ -137,33 +152,34 @@ def _config():
     return yaml.safe_load(open(ROOT / "config" / "paper" / "dpscd_aaai21_quick.yaml"))
 
 
-def test_schema_refuses_seq_poisson_without_max_batch_size():
+def test_schema_defaults_seq_to_poisson_at_auto_max_batch_size():
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
     for name in ("dpscd_aaai21.yaml", "dpscd_aaai21_quick.yaml"):
         config = yaml.safe_load(open(ROOT / "config" / "paper" / name))
         for exp in config["experiments"].values():
-            assert exp["solvers"]["seq_dp_scd"]["sampling"] == "without_replacement"
+            assert "sampling" not in exp["solvers"]["seq_dp_scd"]  # Poisson, the default
         validate(config, str(SCHEMA))
     config = _config()
-    seq = copy.deepcopy(config["experiments"]["adult_svm"]["solvers"])
-    seq["seq_dp_scd"]["sampling"] = "poisson"
-    config["experiments"]["adult_svm"]["solvers"] = seq
+    seq = config["experiments"]["adult_svm"]["solvers"]["seq_dp_scd"]
+    seq["sampling"] = "poisson"
+    validate(copy.deepcopy(config), str(SCHEMA))
+    seq["max_batch_size"] = 0
     with pytest.raises(WorkflowError) as err:
         validate(copy.deepcopy(config), str(SCHEMA))
-    assert "max_batch_size" in str(err.value) and "seq_dp_scd" in str(err.value)
-    seq["seq_dp_scd"]["max_batch_size"] = "auto"
-    validate(config, str(SCHEMA))
+    assert "max_batch_size" in str(err.value)
 
 
-def test_estimator_seq_samples_without_replacement():
+def test_estimator_seq_samples_poisson_at_auto_max_batch_size():
     X, y = _data(300, 3)
     est = DPCoordinateDescentRegressor(solver="seq_dp_scd", epsilon=1.0, batch_size=10,
                                        penalty="l2", alpha=0.1, random_state=0).fit(X, y)
-    mech = est.privacy_ledger_.mechanisms[0]
-    assert mech.sampling == "without_replacement" and mech.released == "theta"
-    assert est.privacy_ledger_.neighbouring == "replace_one"
+    led = est.privacy_ledger_
+    mech = led.mechanisms[0]
+    assert mech.sampling == "poisson" and mech.released == "theta"
+    assert led.neighbouring == "replace_one" and led.caveats == ()
+    assert {b.group for b in led.budget} == {"optimisation", "batch_size_tail"}
 
 
 # ------------------------------------------------------------ finding 2: release model
@@ -242,14 +258,36 @@ def test_audit_theta_stays_below_the_claim_and_alpha_is_caught():
     assert alpha.epsilon_lb > alpha.epsilon_claimed
 
 
+@pytest.mark.parametrize("variant", ["dual", "seq"])
+def test_audit_replace_one_theta_stays_below_the_claim(variant):
+    """Section 8: the same audit on a replace-one pair whose two records push every
+    update to +C and -C (antipodal shifts, the worst case of the replace-one pair):
+    the released theta's lower bound stays below the claim, for dual and seq
+    (Poisson batches at L_max = "auto"); releasing alpha too is caught."""
+    theta = audit_dp_scd(release="theta", passes=0.2, n_runs=5000, relation="replace_one",
+                         variant=variant)
+    assert theta.epsilon_lb < theta.epsilon_claimed <= 1.0
+    if variant == "dual":
+        alpha = audit_dp_scd(release="alpha", passes=0.2, n_runs=5000,
+                             relation="replace_one")
+        assert alpha.epsilon_lb > alpha.epsilon_claimed
+
+
+@pytest.mark.parametrize("relation", ["replace_special", "replace_one"])
 @pytest.mark.parametrize("variant, sampling, max_batch_size", [
     ("dual", "poisson", None), ("dual", "without_replacement", None),
     ("seq", "without_replacement", None), ("seq", "poisson", "auto")])
 def test_fixed_size_batches_carry_the_unproven_release_caveat(variant, sampling,
-                                                              max_batch_size):
-    """Section 6: with alpha internal, theta-only release is proved for Poisson
-    batches only; a fixed-size-batch ledger says its epsilon is not a proven bound."""
-    relation = "replace_special" if sampling == "poisson" else "replace_one"
+                                                              max_batch_size, relation):
+    """Sections 6 and 8: with alpha internal, theta-only release is proved for
+    Poisson batches (zero record and replace-one); a fixed-size-batch ledger (an
+    explicit opt-in, replace-one only) says its epsilon is not a proven bound."""
+    if sampling == "without_replacement":
+        if relation != "replace_one":
+            with pytest.raises(ValueError, match="neighbouring: .*replace_one only"):
+                privacy.calibrate_dp_scd(2000, 5, 20, 1.0, 1.0, 1e-5, passes=2,
+                                         variant=variant, sampling=sampling, relation=relation)
+            return
     cal = privacy.calibrate_dp_scd(2000, 5, 20, 1.0, 1.0, 1e-5, passes=2, variant=variant,
                                    sampling=sampling, relation=relation,
                                    max_batch_size=max_batch_size)

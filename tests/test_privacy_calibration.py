@@ -123,11 +123,12 @@ def test_dp_sgd_without_replacement():
 def test_dp_scd_round_trip(variant, sampling):
     n, p, L, T = 3000, 20, 30, 200
     if variant == "seq" and sampling == "poisson":
-        # Lemma 5 at the expected L does not bound Poisson batches: refused
-        # (test_seq_dp_scd_poisson_needs_max_batch_size covers L_max)
-        with pytest.raises(ValueError, match="max_batch_size"):
-            privacy.calibrate_dp_scd(n, p, L, 1.5, 1.0, 1e-5, iterations=T, variant=variant,
-                                     sampling=sampling, accountant="rdp")
+        # Lemma 5 at the expected L does not bound Poisson batches: seq runs them
+        # at L_max ("auto" by default), covered by
+        # tests/test_dp_scd_release.py::test_seq_poisson_with_max_batch_size
+        cal = privacy.calibrate_dp_scd(n, p, L, 1.5, 1.0, 1e-5, iterations=T, variant=variant,
+                                       sampling=sampling, accountant="rdp")
+        assert cal.extra["max_batch_size"] > L
         return
     cal = privacy.calibrate_dp_scd(n, p, L, 1.5, 1.0, 1e-5, iterations=T, variant=variant,
                                    sampling=sampling, accountant="rdp")

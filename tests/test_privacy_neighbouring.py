@@ -19,7 +19,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from scipy import integrate, stats
+from scipy import integrate, optimize, stats
 
 from dpcd import privacy
 from dpcd.estimators import DPCoordinateDescentRegressor
@@ -110,21 +110,75 @@ def test_dual_dp_scd_calibration_per_relation(relation):
     assert 0.97 <= pld_eps(event, delta, relation, 300) <= 1.0 + 1e-9
 
 
-def test_seq_dp_scd_under_replace_one_samples_without_replacement():
-    assert privacy.default_sampling("seq_dp_scd", "replace_one") == "without_replacement"
-    # the paper's own protocol (Poisson at the expected L) is not covered (issue 30
-    # item 1): exactly L records under "paper" too; the zero record needs Poisson
-    # batches at a stated L_max
-    assert privacy.default_sampling("seq_dp_scd", "paper") == "without_replacement"
-    assert privacy.default_sampling("seq_dp_scd", "replace_special") == "poisson"
+def test_seq_dp_scd_samples_poisson_under_every_relation():
+    # Poisson batches at a stated L_max are proven under the zero record and
+    # replace-one (docs/method/dp_scd_release.md, sections 5 and 8)
+    for relation in ("replace_one", "replace_special", "paper", None):
+        assert privacy.default_sampling("seq_dp_scd", relation) == "poisson"
+        assert privacy.default_sampling("dp_scd", relation) == "poisson"
     n, p, L, clip, delta = 4000, 10, 20, 1.0, 1e-5
     cal = privacy.calibrate_dp_scd(n, p, L, clip, 1.0, delta, iterations=200, variant="seq",
+                                   relation="replace_one")
+    L_max = cal.extra["max_batch_size"]
+    radius = privacy.dp_scd_sensitivity(clip, L_max, "seq", "replace_one")  # S(L_max)
+    assert cal.ledger.mechanisms[0].sensitivity == pytest.approx(2 * radius)
+    event = dp_event.PoissonSampledDpEvent(L / n, dp_event.GaussianDpEvent(
+        cal.noise_scales / radius))
+    assert 0.97 <= pld_eps(event, delta - cal.extra["delta_tail"], "replace_one", 200) <= 1.0 + 1e-9
+    # the opt-in without replacement keeps its RDP accounting (and its caveat)
+    wor = privacy.calibrate_dp_scd(n, p, L, clip, 1.0, delta, iterations=200, variant="seq",
                                    sampling="without_replacement", relation="replace_one")
     sens = privacy.dp_scd_sensitivity(clip, L, "seq", "replace_one")
     acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=Rel.REPLACE_ONE)
     acc.compose(dp_event.SampledWithoutReplacementDpEvent(
-        n, L, dp_event.GaussianDpEvent(cal.noise_scales / sens)), 200)
+        n, L, dp_event.GaussianDpEvent(wor.noise_scales / sens)), 200)
     assert 0.99 <= acc.get_epsilon(delta) <= 1.0 + 1e-9
+    assert wor.ledger.caveats == ("release_model_unproven",)
+
+
+def _replace_pair_hockey_stick(q, h, m, gamma):
+    """H_gamma(P_u || P_u') for P_u = (1-q) N(0, I_2) + q N(u, I_2) with
+    u = (-h, m), u' = (h, m): conditioning on the second coordinate (the same law
+    under both) leaves a 1-D pair with sampling rate p(y), integrated exactly
+    (the 1-D privacy loss is monotone, so one root gives the optimal test)."""
+    def one_d(p):
+        if p == 0.0:
+            return 0.0
+        a = lambda x: np.logaddexp(np.log1p(-p) - x * x / 2, np.log(p) - (x + h) ** 2 / 2)
+        b = lambda x: np.logaddexp(np.log1p(-p) - x * x / 2, np.log(p) - (x - h) ** 2 / 2)
+        loss = lambda x: a(x) - b(x) - math.log(gamma)
+        if loss(-40.0) <= 0:
+            return 0.0
+        x = optimize.brentq(loss, -40.0, 40.0, xtol=1e-13)
+        cdf = stats.norm.cdf
+        return max(0.0, (1 - p) * cdf(x) + p * cdf(x + h)
+                   - gamma * ((1 - p) * cdf(x) + p * cdf(x - h)))
+
+    def integrand(y):
+        marg = (1 - q) * stats.norm.pdf(y) + q * stats.norm.pdf(y - m)
+        return marg * one_d(q * stats.norm.pdf(y - m) / marg)
+
+    return integrate.quad(integrand, -12, 12 + m, epsabs=1e-13, epsrel=1e-10, limit=200)[0]
+
+
+@pytest.mark.parametrize("q, r", [(0.05, 0.5), (0.05, 2.0), (0.3, 1.0)])
+@pytest.mark.parametrize("eps", [0.2, 1.0])
+def test_two_shift_pair_is_dominated_by_the_antipodal_pair(q, r, eps):
+    """The lemma of docs/method/dp_scd_release.md, section 8 (the premise of
+    dp_accounting's Poisson REPLACE_ONE pair for vector releases, DP-SGD's as well
+    as DP-SCD's): two shifts of norm r at an angle are never more distinguishable
+    than the antipodal pair dp_accounting accounts, checked by integrating the
+    hockey-stick divergence (not proven here for non-antipodal shifts)."""
+    gamma = math.exp(eps)
+    antipodal = _replace_pair_hockey_stick(q, r, 0.0, gamma)
+    event = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(1.0 / r))
+    acc = pld_privacy_accountant.PLDAccountant(
+        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+        value_discretization_interval=1e-4)
+    assert acc.compose(event).get_delta(eps) == pytest.approx(antipodal, rel=1e-2, abs=1e-9)
+    for angle in np.linspace(0.1, 0.9, 5) * math.pi / 2:
+        h, m = r * math.cos(angle), r * math.sin(angle)
+        assert _replace_pair_hockey_stick(q, h, m, gamma) <= antipodal * (1 + 1e-7) + 1e-12
 
 
 @pytest.mark.parametrize("call, solver", [
@@ -143,9 +197,12 @@ def test_public_n_solvers_refuse_other_relations(call, solver, relation):
 
 
 def test_refusals_name_the_setting():
-    with pytest.raises(ValueError, match="neighbouring: seq_dp_scd .*Lemma 5"):
+    with pytest.raises(ValueError, match="neighbouring: seq_dp_scd .*public N"):
         privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-6, passes=1, variant="seq",
-                                 sampling="poisson", relation="replace_one")
+                                 sampling="poisson", relation="add_or_remove_one")
+    with pytest.raises(ValueError, match="neighbouring: seq_dp_scd .*replace_one only"):
+        privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-6, passes=1, variant="seq",
+                                 sampling="without_replacement", relation="replace_special")
     with pytest.raises(ValueError, match="neighbouring: dp_scd .*public N"):
         privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-6, passes=1, variant="dual",
                                  relation="add_or_remove_one")

@@ -38,9 +38,8 @@ def test_private_specs(solver, sampling, neighbouring):
     cal = get(solver).calibrate(problem, config, budget)
     mech = ledger.mechanisms[0]
     assert mech.noise_scale == cal.noise_scales
-    # seqDP-SCD samples exactly L records without replacement (Lemma 5 at L)
-    default = "without_replacement" if solver == "seq_dp_scd" else "poisson"
-    assert mech.sampling == ("none" if primal else sampling or default)
+    # dual and seq DP-SCD sample Poisson batches by default (seq at L_max "auto")
+    assert mech.sampling == ("none" if primal else sampling or "poisson")
     assert mech.released == "theta"
     paper = neighbouring == "paper" and mech.sampling == "poisson"
     assert ledger.neighbouring == ("replace_special" if paper else "replace_one")

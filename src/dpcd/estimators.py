@@ -19,10 +19,9 @@ Privacy notes (see DESIGN.md, "Privacy conventions")
   has sensitivity 2C under replace-one (Poisson batches, PLD accountant), C
   under add-or-remove-one or the zero record; dp_scd runs under replace-one
   (sensitivity 2√2·C) or the zero record (√2·C, the paper's); seq_dp_scd
-  under replace-one samples fixed-size batches without replacement (Lemma
-  5; its ledger carries the caveat ``release_model_unproven``, see
-  docs/method/dp_scd_release.md), and is refused under the zero record
-  (Poisson batches need a stated L_max, the workflow's ``max_batch_size``).  ``neighbouring="paper"``
+  under both with Poisson batches, Lemma 5 at L_max (``"auto"``: the
+  probability of a larger batch, at most 1 % of δ, charged to δ; see
+  docs/method/dp_scd_release.md).  ``neighbouring="paper"``
   calibrates each solver under its paper's relation (DP-SGD
   add-or-remove-one, DP-SCD the zero record), the protocols the published
   tables mix.
@@ -527,9 +526,9 @@ _PARAMETERS_DOC = """
         (private greedy CD, [2]_), proximal DP-SGD
         with Poisson-sampled batches (the DP-CD paper's baseline), or DP-SCD
         [3]_: dual (Algorithm 1, Poisson batches of expected size
-        ``batch_size``), sequential (Algorithm 3, exactly ``batch_size``
-        records drawn without replacement: Lemma 5's noise must bound the
-        batch drawn) or primal (Algorithm 2, ``batch_size`` coordinates per
+        ``batch_size``), sequential (Algorithm 3, Poisson batches too,
+        Lemma 5's noise at the largest batch L_max it accounts for, the rest
+        charged to δ) or primal (Algorithm 2, ``batch_size`` coordinates per
         step); L2 penalty only.  DP-SCD releases ``coef_`` (θ) only; its dual
         variables are internal and not kept.  Any other private algorithm
         registered with :func:`dpcd.algorithms.register` is accepted by name
@@ -572,9 +571,8 @@ _PARAMETERS_DOC = """
         privately with half of ``smoothness_fraction * epsilon``
         (:func:`dpcd.privacy.bounds.private_feature_bound`).
     batch_size : int, default=1
-        dp_sgd, dp_scd: expected batch size L of the Poisson sampling;
-        seq_dp_scd: records per batch (fixed); primal_dp_scd: coordinates per
-        step.
+        dp_sgd, dp_scd, seq_dp_scd: expected batch size L of the Poisson
+        sampling; primal_dp_scd: coordinates per step.
     rule : {"gs_r", "gs_s", "gs_q", "smooth"}, default="gs_r"
         dp_gcd: greedy rule, the proximal GS-r / GS-s / GS-q of [2]_
         Appendix C (GS-r in the paper's experiments) or Algorithm 1 of [2]_

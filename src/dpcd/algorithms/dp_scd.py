@@ -25,14 +25,14 @@ SAMPLING = Hyperparameter("sampling", {
     "enum": ["poisson", "without_replacement"],
     "description": (
         "Records per batch (dual, seq; primal uses every record): Poisson with rate "
-        "L/n (zero-record relation) or exactly L drawn without replacement "
-        "(replace-one, RDP accountant). Default: poisson for dp_scd, "
-        "without_replacement for seq_dp_scd.")}, estimator=False)
+        "L/n (the default; replace-one through PLD or the zero record), or exactly L "
+        "drawn without replacement (replace-one, RDP), an opt-in whose ledger carries "
+        "release_model_unproven.")}, estimator=False)
 MAX_BATCH_SIZE = Hyperparameter("max_batch_size", {
     "oneOf": [{"type": "integer", "minimum": 1}, {"const": "auto"}],
     "description": (
-        "seq_dp_scd with sampling poisson only, and required there: L_max, the batch "
-        "size Lemma 5's noise is calibrated at (the probability of a larger batch is "
+        "seq_dp_scd with sampling poisson only (default auto): L_max, the batch size "
+        "Lemma 5's noise is calibrated at (the probability of a larger batch is "
         "charged to delta); auto picks the smallest L_max whose tail is at most 1 % "
         "of delta.")}, estimator=False)
 HYPERPARAMETERS = (CLIP, BATCH_SIZE, STEP, SAMPLING, MAX_BATCH_SIZE)
@@ -86,9 +86,8 @@ DUAL = _spec("dp_scd", "dual", "Dual mini-batch DP-SCD (Damaskinos et al. 2021, 
              "Algorithm 1); clip = C, batch_size = L.")
 SEQ = _spec("seq_dp_scd", "seq", (
     "seqDP-SCD (Algorithm 3, sequential updates within the batch). Lemma 5's noise "
-    "grows with the batch drawn: Poisson batches (sampling poisson) need max_batch_size."),
-    schema={"if": {"required": ["sampling"], "properties": {"sampling": {"const": "poisson"}}},
-            "then": {"required": ["max_batch_size"]}})
+    "grows with the batch drawn: Poisson batches are calibrated at max_batch_size (auto "
+    "by default)."))
 PRIMAL = _spec("primal_dp_scd", "primal", "Primal DP-SCD (Algorithm 2, Appendix B).",
                losses=("squares", "logistic"))
 SPECS = (DUAL, SEQ, PRIMAL)

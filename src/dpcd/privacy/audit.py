@@ -695,14 +695,19 @@ def audit_dp_scd(
     n_select: int | None = None,
     alpha: float = 0.05,
     seed: int = 0,
+    relation: str = "replace_special",
+    variant: str = "dual",
 ) -> AuditResult:
-    """Audit dual DP-SCD (Poisson batches, zero-record relation) end to end.
+    """Audit DP-SCD with Poisson batches end to end.
 
     A tiny instance run through :func:`dpcd.solvers.dp_scd` itself, with the
     noise :func:`dpcd.privacy.calibrate_dp_scd` gives for (``epsilon``,
-    ``delta``): ``D`` holds record k = 0 with ``x_k = e_1`` and a label that
-    pushes every ζ_k to +C, the others ``x_j = e_2``; ``D'`` replaces
-    record k by the zero record.  The statistic is the first coordinate of
+    ``delta``, ``relation``, ``variant``; seq at ``max_batch_size="auto"``):
+    ``D`` holds record k = 0 with ``x_k = e_1`` and a label that pushes every
+    ζ_k to +C, the others ``x_j = e_2``; ``D'`` replaces record k by the zero
+    record (``relation="replace_special"``) or, under ``"replace_one"``, by
+    ``x_k = e_1`` with a label that pushes every ζ_k to −C (the two shifts
+    antipodal, the worst case of the replace-one pair).  The statistic is the first coordinate of
     the released θ (``release="theta"``, what dpcd releases: the bound must
     stay below ``epsilon``), or, with ``release="alpha"``, the dual
     variables too: ``α_k + v_1`` when ``α_k`` moved (k was sampled) and
@@ -718,6 +723,8 @@ def audit_dp_scd(
     release : {"theta", "alpha"}
     n_runs, n_select, alpha, seed
         See :func:`audit_scores`.
+    relation : {"replace_special", "replace_one"}
+    variant : {"dual", "seq"}
 
     Returns
     -------
@@ -729,18 +736,23 @@ def audit_dp_scd(
 
     if release not in ("theta", "alpha"):
         raise ValueError(f"release must be 'theta' or 'alpha', got {release!r}")
+    if relation not in ("replace_special", "replace_one"):
+        raise ValueError(f"relation must be 'replace_special' or 'replace_one', got {relation!r}")
     cal = calibrate_dp_scd(n, 2, batch_size, clip, epsilon, delta, passes=passes,
-                           variant="dual", sampling="poisson")
+                           variant=variant, sampling="poisson", relation=relation)
     X = np.zeros((n, 2))
     X[:, 1] = 1.0
     X[0] = (1.0, 0.0)
     y = np.zeros(n)
     y[0] = 1e6  # ζ_0 = clip at every visit (squares: ζ = (y − m − α)/(1 + κ))
     X_prime, y_prime = X.copy(), y.copy()
-    X_prime[0] = 0.0
+    if relation == "replace_one":
+        y_prime[0] = -1e6  # ζ_0 = -clip: the shift opposite to D's
+    else:
+        X_prime[0] = 0.0
     datafit, penalty = make_problem("squares", "l2", 1.0)
     kw = dict(clip=clip, noise_scale=cal.noise_scales, passes=passes, batch_size=batch_size,
-              variant="dual", sampling="poisson", check_input=False,
+              variant=variant, sampling="poisson", check_input=False,
               return_dual=release == "alpha")
 
     def sample(rng, neighbour, size):

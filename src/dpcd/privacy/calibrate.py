@@ -40,15 +40,17 @@ Sensitivities per solver and relation (ℓ2 unless stated):
   it by any record by at most 2√2·C (``replace_one``: without replacement,
   or Poisson through PLD with unit √2·C).  Not under add-or-remove-one: θ =
   v/(λN) and the dual variables are indexed by a public N.
-* seqDP-SCD and primal DP-SCD (Lemmas 5, 4): 2·C·√(L(L+1)); the proofs only
-  use |ζ| ≤ C and unit norms on both datasets, so the bound holds under
-  replace-one as well as for the zero record.  It bounds the change of the
-  whole batch's (sequential) update, not one record's contribution around 0,
-  so the Poisson replace-one pair of PLD does not apply to seqDP-SCD: seq
-  runs replace-one without replacement, replace-special with Poisson (at a
-  stated L_max: L is then the largest batch that can hold the differing
-  record, the tail charged to δ).  Primal (every record, q = 1) is
-  replace-one only (public N).
+* seqDP-SCD and primal DP-SCD (Lemmas 5, 4): 2·C·√(L(L+1)) = S(L); the
+  proofs only use |ζ| ≤ C and unit norms on both datasets, so the bound holds
+  under replace-one as well as for the zero record.  seqDP-SCD runs Poisson
+  batches at a stated L_max (``max_batch_size``, default ``"auto"``; the
+  probability of a larger batch is charged to δ): a batch holding the
+  differing record moves the released state by at most S(L_max) from the
+  state without it, so the zero record has sensitivity S(L_max) and
+  replace-one the Poisson replace-one pair of PLD with unit S(L_max)
+  (sensitivity 2·S(L_max)).  Fixed-size batches without replacement are an
+  explicit opt-in whose ledger carries ``release_model_unproven``.  Primal
+  (every record, q = 1) is replace-one only (public N).
 * DP-SCD releases θ = v/(λN) only (α internal): docs/method/dp_scd_release.md.
 """
 
@@ -98,9 +100,6 @@ PUBLIC_N = ("its releases are means over a public n whose noise scale is a funct
             "adding or removing a record changes the noise as well as the mean, and the "
             "zero-record relation is not derived for it")
 _SCD_N = "the dual variables and theta = v/(lambda N) use a public N"
-_LEMMA_5 = ("Lemma 5 bounds the change of a whole batch's sequential update, not one "
-            "record's contribution, which Poisson replace-one accounting needs; use "
-            "sampling without_replacement for replace_one")
 
 
 def supported_relations(algorithm: str, sampling: str = "none") -> tuple[tuple[str, ...], str]:
@@ -115,8 +114,6 @@ def supported_relations(algorithm: str, sampling: str = "none") -> tuple[tuple[s
     if algorithm in ("dp_scd", "seq_dp_scd", "primal_dp_scd"):
         if sampling != "poisson":
             return ("replace_one",), _SCD_N
-        if algorithm == "seq_dp_scd":
-            return ("replace_special",), _LEMMA_5
         return ("replace_special", "replace_one"), _SCD_N
     raise ValueError(f"neighbouring: no relations known for solver {algorithm!r}")
 
@@ -157,18 +154,17 @@ def check_neighbouring(solver: str, relation, samplings=None) -> None:
 
 # The record sampling each private solver performs unless configured otherwise.
 PRIVATE_SAMPLING = {"dp_cd": "none", "dp_cd_p": "none", "dp_gcd": "none", "dp_sgd": "poisson",
-                    "dp_scd": "poisson", "seq_dp_scd": "without_replacement",
+                    "dp_scd": "poisson", "seq_dp_scd": "poisson",
                     "primal_dp_scd": "none"}
 
 
 def default_sampling(solver: str, relation) -> str:
     """The record sampling ``solver`` performs under the ``neighbouring``
     setting ``relation`` unless configured otherwise (:data:`PRIVATE_SAMPLING`):
-    seqDP-SCD samples exactly L records without replacement (Lemma 5 at L,
-    replace-one), except under ``replace_special``, which it meets only with
-    Poisson batches at a stated L_max (``max_batch_size``)."""
-    if solver == "seq_dp_scd" and relation == "replace_special":
-        return "poisson"
+    Poisson batches for dual and seqDP-SCD under every relation (seq at a
+    stated L_max, ``max_batch_size``, ``"auto"`` by default), the only
+    sampling whose θ-release is proven (docs/method/dp_scd_release.md).
+    ``relation`` is kept for callers: no default depends on it any more."""
     return PRIVATE_SAMPLING[solver]
 
 
@@ -522,20 +518,22 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     variant : {"dual", "seq", "primal"}
     sampling : {"poisson", "without_replacement", "none"}, optional
         The sampling of records the solver performs (default
-        :func:`default_sampling`: dual Poisson; seq exactly L records without
-        replacement, or Poisson under ``replace_special``, which needs
-        ``max_batch_size``).  ``"poisson"``: the zero record (the paper's) or,
-        dual only, replace-one through PLD; ``"without_replacement"``:
-        replace-one, RDP only.  Primal touches all records every step (q = 1):
+        :func:`default_sampling`: Poisson for dual and seq).  ``"poisson"``:
+        the zero record (the paper's) or replace-one through PLD, both proven
+        for the θ-release; ``"without_replacement"`` (exactly L records):
+        replace-one, RDP only, an explicit opt-in whose ledger carries the
+        caveat ``release_model_unproven`` (docs/method/dp_scd_release.md,
+        section 6).  Primal touches all records every step (q = 1):
         ``"none"`` only.
     relation : {"replace_one", "replace_special", "paper"}, optional
         None or ``"paper"``: the zero record with Poisson sampling, replace-one
-        otherwise.  Dual with Poisson also runs under ``"replace_one"``
-        (PLD); the rest is refused (see the module docstring).
+        otherwise.  Dual and seq with Poisson also run under
+        ``"replace_one"`` (PLD only); the rest is refused (see the module
+        docstring).
     max_batch_size : int or "auto", optional
-        seqDP-SCD with Poisson batches only, and required there: L_max.  The
-        noise follows Lemma 5 at L_max, and the probability that some batch
-        holding the differing record holds more than L_max records
+        seqDP-SCD with Poisson batches only: L_max, ``"auto"`` when not
+        given.  The noise follows Lemma 5 at L_max, and the probability that
+        some batch holding the differing record holds more than L_max records
         (:func:`poisson_batch_tail`) is charged to δ (a budget line
         ``batch_size_tail``).  ``"auto"``: the smallest L_max whose tail is
         at most 1 % of δ.
@@ -549,9 +547,9 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     Raises
     ------
     ValueError
-        Among others, for seqDP-SCD with Poisson batches and no
-        ``max_batch_size``: Lemma 5's noise at the expected L does not bound
-        the batches Poisson sampling draws (b > L about half the time).
+        Among others, for a relation the variant and sampling are not
+        calibrated under (:func:`resolve_relation`), or an L_max whose tail
+        probability is not below δ.
     """
     n, epsilon, delta, accountant = _common(n, epsilon, delta, accountant)
     check_choice(variant, "variant", SCD_VARIANTS)
@@ -576,12 +574,8 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
                          f"other samplings and variants do not depend on it); got {variant} "
                          f"with sampling={sampling!r}")
     if variant == "seq" and sampling == "poisson" and max_batch_size is None:
-        raise ValueError(
-            "sampling: seqDP-SCD with Poisson batches is not covered without max_batch_size: "
-            "Lemma 5's sensitivity 2C·sqrt(L(L+1)) grows with the batch actually drawn "
-            "(Binomial(n, L/n), above L about half the time); use "
-            "sampling='without_replacement' (exactly L records) or state "
-            "max_batch_size (an int or 'auto')")
+        # Lemma 5 at the expected L does not bound the batches Poisson draws
+        max_batch_size = "auto"
     if (iterations is None) == (passes is None):
         raise ValueError("iterations: give exactly one of iterations or passes")
     if iterations is not None:
@@ -604,6 +598,10 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     spec = _accounted_spec(spec, epsilon, relation)
     z, achieved, used = _sampled_calibration(spec, epsilon, delta - tail, accountant, relation)
     sens = dp_scd_sensitivity(clip, sens_batch, variant, relation)
+    if variant == "seq" and sampling == "poisson" and relation == "replace_one":
+        # S(L_max) bounds the shift from the state without the record, on
+        # either dataset: the Poisson replace-one pair's unit (section 8)
+        sens = 2.0 * sens
     lemma = {"dual": "Lemma 1", "seq": "Lemma 5", "primal": "Lemma 4"}[variant]
     note = f"{variant} DP-SCD, {lemma}, unit-norm records, C={clip:g}"
     if max_batch_size is not None:

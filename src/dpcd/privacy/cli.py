@@ -36,7 +36,8 @@ def register(subparsers):
     parser.add_argument("--sampling", choices=("poisson", "without_replacement"), default=None,
                         help="record sampling of dp_sgd / dp_scd / seq_dp_scd")
     parser.add_argument("--max-batch-size", default=None,
-                        help="seq_dp_scd with Poisson batches: L_max (an int or 'auto')")
+                        help="seq_dp_scd with Poisson batches: L_max (an int or 'auto', "
+                             "the default)")
     parser.add_argument("--accountant", choices=("auto", "rdp", "pld", "paper"), default="auto")
     parser.add_argument("--neighbouring", default="paper",
                         choices=("replace_one", "add_or_remove_one", "replace_special", "paper"),

@@ -87,7 +87,7 @@ def _dp_scd(X, y):
     Xu = X / np.linalg.norm(X, axis=1, keepdims=True)
     for loss in ("squares", "logistic", "hinge"):
         datafit, penalty = make_problem(loss, "l2", 0.01)
-        for variant, sampling in (("dual", "poisson"), ("seq", "without_replacement")):
+        for variant, sampling in (("dual", "poisson"), ("seq", "poisson")):
             dp_scd(Xu, y, datafit, penalty, clip=1.0, noise_scale=0.1, passes=1,
                    batch_size=2, seed=0, variant=variant, sampling=sampling)
         if loss != "hinge":
