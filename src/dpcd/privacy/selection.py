@@ -482,10 +482,30 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
                   epsilon_target=cal.epsilon, epsilon_achieved=cal.epsilon_achieved,
                   delta=cal.delta, mechanisms=[*training.mechanisms, score_mech],
                   budget=[line], nonprivate_inputs=nonprivate, caveats=training.caveats,
-                  noise=training.noise)
+                  noise=training.noise, selection=selection_record(cal, score, k,
+                                                                   distribution))
+
+
+def selection_record(calibration: SelectionCalibration, score: ScoreMechanism | None,
+                     k: int, distribution: str) -> dict:
+    """The ledger's ``selection`` entry: K, its distribution, the split, the score."""
+    cal = calibration
+    out = {"k": int(k), "k_distribution": distribution, "k_mean": cal.mean,
+           "k_shape": cal.shape if math.isfinite(cal.shape) else "inf",
+           "score_fraction": cal.score_fraction, "score_epsilon": cal.score_epsilon,
+           "train_epsilon": cal.train_epsilon, "train_delta": cal.delta,
+           "score_multiplier": cal.score_multiplier,
+           "n_training_events": len(cal.train_multipliers)}
+    if score is not None:
+        out.update(select_by=score.select_by, score_metric=score.metric,
+                   score_noise=score.noise, score_sensitivity=score.sensitivity,
+                   score_n=score.n, score_clip=score.clip,
+                   score_clip_from_data=score.clip_from_data)
+    return out
 
 
 __all__ = ["DISTRIBUTIONS", "SELECT_BY", "ScoreMechanism", "SelectionCalibration",
            "calibrate_selection", "candidate_event", "check_k_distribution",
            "check_score_fraction", "default_score_clip", "draw_k", "k_gamma", "k_pmf",
-           "selection_epsilon", "selection_event", "selection_ledger"]
+           "selection_epsilon", "selection_event", "selection_ledger",
+           "selection_record"]

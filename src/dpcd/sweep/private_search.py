@@ -358,7 +358,9 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     if best is None:  # K = 0 (Poisson): nothing is released
         empty = Ledger(algorithm=f"private_search({estimator.solver})", neighbouring=relation,
                        accountant="rdp", epsilon_target=float(epsilon), delta=float(delta),
-                       epsilon_achieved=calibration.epsilon_achieved)
+                       epsilon_achieved=calibration.epsilon_achieved,
+                       selection=selection.selection_record(calibration, score, 0,
+                                                            settings.k_distribution))
         return SearchResult(None, None, None, 0, empty, calibration, score, drawn)
     noisy, est, config = best
     ledger = selection.selection_ledger(calibration, score, est.privacy_ledger_, k,
