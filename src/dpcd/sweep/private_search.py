@@ -106,7 +106,7 @@ class SearchSettings:
 
 
 def grid_configurations(param_grid) -> list[dict]:
-    """Every configuration of ``param_grid`` (dict of lists, or
+    """Every configuration of ``param_grid`` (dict of lists of values, or of
     ``{"geomspace": [start, stop, num]}`` entries), in a fixed order.
 
     A grid with a single configuration is refused: there is nothing to select.
@@ -114,7 +114,10 @@ def grid_configurations(param_grid) -> list[dict]:
     if not isinstance(param_grid, dict) or not param_grid:
         raise ValueError(f"param_grid must be a non-empty dict of lists, got {param_grid!r}")
     keys = sorted(param_grid)
-    values = [expand_grid(param_grid[k]) for k in keys]
+    # lists as given (strings too, e.g. penalty); geomspace entries as the sweep's grids
+    values = [expand_grid(param_grid[k]) if isinstance(param_grid[k], dict)
+              else [v.item() if isinstance(v, np.generic) else v for v in param_grid[k]]
+              for k in keys]
     configs = [dict(zip(keys, combo)) for combo in itertools.product(*values)]
     if len(configs) < 2:
         raise ValueError(f"param_grid has {len(configs)} configuration: private search "
@@ -146,6 +149,14 @@ def draw_search(configs, settings, seed, epsilon, delta):
     k = selection.draw_k(np.random.default_rng(k_ss), settings.k_mean, settings.shape)
     picks = np.random.default_rng(config_ss).integers(len(configs), size=k)
     return k, [dict(configs[i]) for i in picks]
+
+
+def candidate_entropy(seed, settings, epsilon, delta, n_configs, index, config):
+    """Entropy of candidate ``index``: its own release (:func:`run_entropy` of
+    the seed, the search and the candidate's index and configuration), so two
+    candidates never share a stream, even with the same configuration."""
+    return run_entropy(seed, {**_identity(settings, epsilon, delta, n_configs),
+                              "stream": "candidate", "index": int(index), **config})
 
 
 def validation_split(n, settings, seed, epsilon, delta):
@@ -336,9 +347,8 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
 
     best = None
     for index, config in enumerate(drawn):
-        entropy = run_entropy(seed, {**_identity(settings, epsilon, delta, len(configs)),
-                                     "stream": "candidate", "index": index, **config})
-        fit_ss, score_ss = np.random.SeedSequence(entropy).spawn(2)
+        fit_ss, score_ss = np.random.SeedSequence(candidate_entropy(
+            seed, settings, epsilon, delta, len(configs), index, config)).spawn(2)
         est = clone(estimator).set_params(
             **config, epsilon=calibration.train_epsilon, delta=delta, accountant="rdp",
             random_state=int.from_bytes(fit_ss.generate_state(2).tobytes(), "little"))
@@ -368,6 +378,7 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     return SearchResult(est, dict(config), noisy, k, ledger, calibration, score, drawn)
 
 
-__all__ = ["SUPPORTED_SOLVERS", "SearchResult", "SearchSettings", "candidate_values",
+__all__ = ["SUPPORTED_SOLVERS", "SearchResult", "SearchSettings", "candidate_entropy",
+           "candidate_values",
            "draw_search", "grid_configurations", "private_search", "training_spec",
            "validation_split"]
