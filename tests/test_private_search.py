@@ -171,3 +171,51 @@ def test_clone_and_params():
     copy = clone(search)
     assert copy.get_params()["k_mean"] == 5
     assert copy.get_params()["estimator__solver"] == "dp_cd"
+
+
+@pytest.mark.parametrize("solver,neighbouring,expected", [
+    ("dp_cd", "replace_one", ("gaussian", 5 * 5)),
+    ("primal_dp_scd", "replace_one", ("gaussian", 13)),  # ceil(5 * 5 / 2)
+    ("dp_sgd", "add_or_remove_one", ("poisson_gaussian", 2 / 300, 750)),
+    ("dp_scd", "replace_special", ("poisson_gaussian", 2 / 300, 750)),
+    ("seq_dp_scd", "replace_one", ("wor_gaussian", 300, 2, 750)),
+])
+def test_training_spec_is_what_the_fit_accounts(solver, neighbouring, expected):
+    est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring, passes=5,
+                                        batch_size=2)
+    assert ps.training_spec(est, 300, 4) == (expected, neighbouring)
+
+
+@pytest.mark.parametrize("solver,neighbouring,match", [
+    ("dp_scd", "replace_one", "PLD only"),
+    ("dp_sgd", "replace_one", "PLD only"),
+    ("seq_dp_scd", "replace_special", "max_batch_size"),
+    ("dp_cd_p", "replace_one", "dp_cd_p"),
+    ("dp_gcd", "replace_one", "dp_gcd"),
+])
+def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, match):
+    est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring)
+    with pytest.raises(ValueError, match=match):
+        ps.training_spec(est, 300, 4)
+
+
+def test_primal_dp_scd_hinge_candidates(classification):
+    """A DP-SCD solver with the hinge loss: the score is the clipped hinge loss
+    (B = 1, the zero model's), the ledger's ε meets the target."""
+    X, y = classification
+    est = DPCoordinateDescentClassifier(solver="primal_dp_scd", batch_size=2, alpha=0.01)
+    search = PrivateSearch(est, {"passes": [1, 2], "clip": [0.1, 1.0]}, epsilon=2.0,
+                           k_mean=3, random_state=3).fit(X, y)
+    ledger = search.privacy_ledger_
+    assert ledger.epsilon_achieved <= 2.0
+    assert ledger.selection["score_clip"] == pytest.approx(math.log(2.0))
+    # K = 1 always (logarithmic, mean 1): one dual DP-SCD fit under the zero record
+    hinge = PrivateSearch(DPCoordinateDescentClassifier(
+        solver="dp_scd", loss="hinge", batch_size=5, alpha=0.01,
+        neighbouring="replace_special"), {"clip": [0.1, 1.0]},
+        k_mean=1.0, k_distribution="logarithmic", epsilon=2.0, random_state=0)
+    hinge.fit(X, y)
+    assert hinge.n_candidates_ == 1
+    assert hinge.privacy_ledger_.selection["score_clip"] == 1.0
+    assert hinge.privacy_ledger_.neighbouring == "replace_special"
+    assert hinge.privacy_ledger_.epsilon_achieved <= 2.0

@@ -148,11 +148,12 @@ def draw_k(rng: np.random.Generator, mean: float, shape: float) -> int:
 # ------------------------------------------------------------------ scores
 def default_score_clip(select_by: str, loss: str) -> float:
     """Public B used when none is stated: the loss of the zero model on a
-    unit label (log 2 for the logistic loss, 1/2 for ½ r², 1 for the squared
-    error of a validation score); a constant, never read off the data."""
+    unit label (log 2 for the logistic loss, 1 for the hinge loss, 1/2 for
+    ½ r², 1 for the squared error of a validation score); a constant, never
+    read off the data."""
     if select_by == "validation":
         return 1.0
-    return {"logistic": math.log(2.0), "squares": 0.5}[loss]
+    return {"logistic": math.log(2.0), "hinge": 1.0, "squares": 0.5}[loss]
 
 
 @dataclass(frozen=True)
@@ -434,7 +435,18 @@ def calibrate_selection(train_specs, epsilon, delta, mean, shape, score_fraction
     if total(lo) > epsilon:
         raise ValueError(f"score_fraction={f}, k_mean={mean}: the target epsilon={epsilon} "
                          "leaves no budget for training; lower score_fraction or k_mean")
-    eps_t = _bisect(lambda e: total(e) <= epsilon, lo, hi, iterations=40)
+    if total(hi) <= epsilon:
+        eps_t = hi
+    else:  # Brent on log eps_t (as accounting._calibrate), then the feasible side
+        from scipy import optimize
+
+        def gap(log_e):
+            return total(math.exp(log_e)) - epsilon
+
+        root = optimize.brentq(gap, math.log(lo), math.log(hi), xtol=1e-7)
+        eps_t = next((math.exp(x) for x in (root, root - 1e-7, root - 1e-6)
+                      if total(math.exp(x)) <= epsilon),
+                     _bisect(lambda e: total(e) <= epsilon, lo, math.exp(root)))
     zs = multipliers(eps_t)
     achieved = total(eps_t)
     if achieved > epsilon:  # unreachable: bisection keeps the feasible end

@@ -20,10 +20,12 @@ experiment: its grid, data, target (ε, δ) and settings) or the
 
 Which trainings can be candidates: the repeat-and-select bound needs each
 candidate's Rényi DP, so the training must have an RDP accountant under its
-relation: ``dp_cd`` (replace-one, unsampled Gaussians) and ``dp_sgd`` with
-Poisson batches under add-or-remove-one or the zero record.  The others are
-refused with the reason (``dp_cd_p``'s private smoothness release and
-``dp_gcd``'s report-noisy-max are not expressed as RDP events here yet;
+relation: ``dp_cd`` and ``primal_dp_scd`` (replace-one, unsampled
+Gaussians), ``dp_sgd`` with Poisson batches under add-or-remove-one or the
+zero record, ``dp_scd`` with Poisson batches under the zero record and
+``seq_dp_scd`` with batches without replacement under replace-one.  The
+others are refused with the reason (``dp_cd_p``'s private smoothness release
+and ``dp_gcd``'s report-noisy-max are not expressed as RDP events here yet;
 Poisson sampling under replace-one is accounted by PLD only).  After each fit
 the candidate's ledger is checked against the event the calibration
 accounted (count, sampling rate, noise multiplier never below), so a
@@ -46,7 +48,7 @@ from dpcd.privacy import selection
 from dpcd.privacy.ledger import Ledger
 from dpcd.sweep.grid import expand_grid, run_entropy
 
-SUPPORTED_SOLVERS = ("dp_cd", "dp_sgd")
+SUPPORTED_SOLVERS = ("dp_cd", "dp_sgd", "dp_scd", "seq_dp_scd", "primal_dp_scd")
 
 
 @dataclass(frozen=True)
@@ -195,12 +197,21 @@ def training_spec(estimator, n_samples, n_features):
             raise ValueError(f"neighbouring={relation!r}: dp_cd runs under replace_one only")
         p = n_features + bool(estimator.fit_intercept)
         return ("gaussian", cal_mod.dp_cd_steps(p, estimator.passes)), relation
-    if relation == "replace_one":
-        raise ValueError("neighbouring='replace_one': dp_sgd's Poisson batches are then "
-                         "accounted by PLD only; repeat-and-select needs RDP: use "
-                         "neighbouring='add_or_remove_one' or 'replace_special'")
     batch = int(estimator.batch_size)
+    if solver == "primal_dp_scd":  # every record each step, batches of coordinates
+        p = n_features + bool(estimator.fit_intercept)
+        return ("gaussian", int(math.ceil(estimator.passes * p / batch))), relation
     steps = int(math.ceil(estimator.passes * n_samples / batch))
+    if cal_mod.default_sampling(solver, relation) == "without_replacement":
+        return ("wor_gaussian", n_samples, batch, steps), relation
+    if relation == "replace_one":
+        raise ValueError(f"neighbouring='replace_one': {solver}'s Poisson batches are then "
+                         "accounted by PLD only; repeat-and-select needs RDP: use "
+                         "neighbouring='add_or_remove_one' (dp_sgd) or 'replace_special'")
+    if solver == "seq_dp_scd":
+        raise ValueError("neighbouring='replace_special': seq_dp_scd's Poisson batches need "
+                         "a stated max_batch_size, which private search does not take; use "
+                         "neighbouring='replace_one' (batches without replacement)")
     return ("poisson_gaussian", batch / n_samples, steps), relation
 
 
@@ -211,7 +222,8 @@ def _check_trained(ledger: Ledger, spec, z):
         raise RuntimeError(f"candidate ledger has mechanisms {ledger.mechanisms}; "
                            f"expected the single training event {spec}")
     m = mechs[0]
-    rate = spec[1] if spec[0] == "poisson_gaussian" else 1.0
+    rate = {"poisson_gaussian": lambda: spec[1], "wor_gaussian": lambda: spec[2] / spec[1]}.get(
+        spec[0], lambda: 1.0)()
     if m.count != spec[-1] or not math.isclose(m.sampling_rate, rate, rel_tol=1e-12) \
             or m.noise_multiplier < z * (1 - 1e-12):
         raise RuntimeError(f"candidate trained with {m} but the selection accounted "
@@ -239,9 +251,9 @@ def candidate_values(est, X, y, metric):
     if metric == "accuracy":
         return (est.predict(X) == y).astype(float), 0.0
     if is_classifier(est):
-        margin = est.decision_function(X)
-        sign = np.where(y == est.classes_[1], 1.0, -1.0)
-        losses = np.logaddexp(0.0, -sign * margin)
+        margin = est.decision_function(X) * np.where(y == est.classes_[1], 1.0, -1.0)
+        losses = (np.maximum(0.0, 1.0 - margin) if est.loss == "hinge"
+                  else np.logaddexp(0.0, -margin))
     else:
         r = est.predict(X) - y
         losses = r * r if metric == "squared_error" else 0.5 * r * r
@@ -324,7 +336,8 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         X_fit = X_score = X
         y_fit = y_score = y
         metric = "loss"
-    loss = "logistic" if is_classifier(estimator) else "squares"
+    loss = ("squares" if not is_classifier(estimator)
+            else "hinge" if estimator.loss == "hinge" else "logistic")
     clip = None if metric == "accuracy" else (
         settings.score_clip if settings.score_clip is not None
         else selection.default_score_clip(settings.select_by, loss))
