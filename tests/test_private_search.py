@@ -99,9 +99,9 @@ def test_candidates_are_independent_releases():
 
 def test_validation_selection_with_dp_sgd(classification):
     """Validation accuracy (sensitivity 1/n_val), Gaussian score noise, DP-SGD
-    under add-or-remove-one with a grid over passes (two training events)."""
+    under the zero record with a grid over passes (two training events)."""
     X, y = classification
-    base = DPCoordinateDescentClassifier(solver="dp_sgd", neighbouring="add_or_remove_one",
+    base = DPCoordinateDescentClassifier(solver="dp_sgd", neighbouring="replace_special",
                                          batch_size=10)
     search = PrivateSearch(base, {"passes": [1, 2], "step": [0.5, 1.0]}, epsilon=2.0,
                            k_mean=3, select_by="validation", score_noise="gaussian",
@@ -115,7 +115,7 @@ def test_validation_selection_with_dp_sgd(classification):
     assert record["score_sensitivity"] == pytest.approx(1 / 60)  # 20 % of 300 held out
     assert record["n_training_events"] == 2
     assert search.privacy_ledger_.epsilon_achieved <= 2.0
-    assert search.privacy_ledger_.neighbouring == "add_or_remove_one"
+    assert search.privacy_ledger_.neighbouring == "replace_special"
     assert set(search.classes_) == {0, 1}
     assert search.predict_proba(X[:3]).shape == (3, 2)
     train = search.privacy_ledger_.mechanisms[0]
@@ -155,6 +155,9 @@ def test_poisson_can_release_nothing(regression):
     (dict(param_grid={"penalty": ["l1", "l2"]}, k_mean=1.0, k_distribution="poisson",
           estimator=DPCoordinateDescentRegressor(solver="dp_gcd")), "dp_gcd"),
     (dict(estimator=DPCoordinateDescentRegressor(solver="dp_sgd")), "replace_one"),
+    (dict(estimator=DPCoordinateDescentRegressor(solver="dp_sgd",
+                                                 neighbouring="add_or_remove_one"),
+          select_by="validation"), "fixed n"),
 ])
 def test_bad_settings_are_refused_by_name(regression, setting, match):
     X, y = regression

@@ -354,6 +354,12 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     if len(relations) != 1:
         raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
     relation = relations.pop()
+    if settings.select_by == "validation" and relation == "add_or_remove_one":
+        # the split is a permutation of n records: adding one reshuffles every
+        # record's side, which the composition of training and score does not cover
+        raise ValueError("select_by='validation' needs a fixed n (replace_one or "
+                         "replace_special): under neighbouring='add_or_remove_one' the "
+                         "random split of the records changes with n")
     calibration = selection.calibrate_selection(
         list(specs.values()), epsilon, delta, settings.k_mean, settings.shape,
         settings.score_fraction, settings.score_noise, relation)
