@@ -73,7 +73,9 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     best_estimator_ : estimator or None
-        The released model (None if K = 0).
+        The released model (None if K = 0).  Its own ``privacy_ledger_`` is
+        the candidate's training at the per-candidate budget; the release's
+        account is ``privacy_ledger_`` below.
     best_params_ : dict or None
     best_score_ : float or None
         The released candidate's noisy score (private).
