@@ -16,7 +16,7 @@ FLOORS = {
     "algorithms": 2,
     "sweep": 3,
     "tracking": 4, "report": 4,
-    "estimators": 5,
+    "estimators": 5, "private_search_estimator": 5,
     "stages": 6,
     "cli": 7,
 }

@@ -10,4 +10,11 @@ __version__ = "0.1.0"
 
 from dpcd.leak import PrivacyLeakWarning  # noqa: E402
 
-__all__ = ["PrivacyLeakWarning", "__version__"]
+__all__ = ["PrivacyLeakWarning", "PrivateSearch", "__version__"]
+
+
+def __getattr__(name):  # PrivateSearch pulls in sklearn and numba: imported when asked for
+    if name == "PrivateSearch":
+        from dpcd.private_search_estimator import PrivateSearch
+        return PrivateSearch
+    raise AttributeError(f"module 'dpcd' has no attribute {name!r}")

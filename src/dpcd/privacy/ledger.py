@@ -164,6 +164,9 @@ class Ledger:
         Which samplers ran: ``"fast"`` (floating point, seeded; the guarantee
         assumes an idealised sampler and a secret seed) or ``"secure"``
         (exact discrete samplers on a grid, see :mod:`dpcd.privacy.secure`).
+    selection : dict, optional
+        Private hyperparameter selection (:mod:`dpcd.privacy.selection`): K
+        drawn, its distribution, the split and the score mechanism.
     """
 
     algorithm: str
@@ -177,6 +180,7 @@ class Ledger:
     nonprivate_inputs: tuple[str, ...] = ()
     caveats: tuple[str, ...] = ()
     noise: str = "fast"
+    selection: dict | None = None
 
     def __post_init__(self):
         # Accept lists from callers and from JSON; store tuples (immutable).
@@ -265,6 +269,8 @@ class Ledger:
         }
         if self.caveats:
             out["caveats"] = list(self.caveats)
+        if self.selection is not None:
+            out["selection"] = {k: _jsonable(v) for k, v in self.selection.items()}
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -290,6 +296,7 @@ class Ledger:
             nonprivate_inputs=data.get("nonprivate_inputs", []),
             caveats=data.get("caveats", []),
             noise=data.get("noise", "fast"),
+            selection=data.get("selection"),
         )
 
     @classmethod
@@ -332,6 +339,8 @@ class Ledger:
                 out[pre + "released"] = m.released
         for b in self.budget[:4]:
             out[f"privacy.budget.{b.group}.accountant"] = b.accountant
+        for key, value in (self.selection or {}).items():
+            out[f"privacy.selection.{key}"] = _summary(_jsonable(value))
         return out
 
     def flat_metrics(self) -> dict[str, float]:

@@ -1,0 +1,224 @@
+"""Private hyperparameter search end to end: dpcd.sweep.private_search and
+the dpcd.PrivateSearch meta-estimator on real (numba) fits."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from dp_accounting import NeighboringRelation, dp_event
+from dp_accounting.rdp import rdp_privacy_accountant as rdp
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import NotFittedError
+
+from dpcd import PrivacyLeakWarning, PrivateSearch
+from dpcd.estimators import DPCoordinateDescentClassifier, DPCoordinateDescentRegressor
+from dpcd.sweep import private_search as ps
+
+
+@pytest.fixture(scope="module")
+def regression():
+    X, y = make_regression(300, 4, noise=1.0, random_state=0)
+    return X / np.abs(X).max(axis=0), y / np.std(y)
+
+
+@pytest.fixture(scope="module")
+def classification():
+    return make_classification(300, 4, random_state=0)
+
+
+def test_released_ledger_matches_an_independent_repeat_and_select(regression):
+    """Grid over the step only (one training event): the ledger's ε is
+    dp-accounting's RepeatAndSelectDpEvent of the released candidate's own
+    mechanisms (training as fitted, score as noised), and meets the target."""
+    X, y = regression
+    search = PrivateSearch(DPCoordinateDescentRegressor(solver="dp_cd", passes=3),
+                           {"step": [0.1, 0.3, 1.0]}, epsilon=1.0, delta=1e-5, k_mean=4,
+                           random_state=7)
+    with pytest.warns(PrivacyLeakWarning, match="exact_smoothness"):
+        search.fit(X, y)
+    ledger = search.privacy_ledger_
+    train, score = ledger.mechanisms
+    assert (train.kind, score.kind, score.group) == ("gaussian", "laplace", "selection")
+    candidate = dp_event.ComposedDpEvent([
+        dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(train.noise_multiplier),
+                                     train.count),
+        dp_event.LaplaceDpEvent(score.noise_multiplier)])
+    acc = rdp.RdpAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+    acc.compose(dp_event.RepeatAndSelectDpEvent(candidate, 4.0, 1.0))
+    assert ledger.epsilon_achieved == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    assert ledger.epsilon_achieved <= 1.0
+    assert ledger.delta == 1e-5
+    assert "hyperparameter_selection" not in ledger.nonprivate_inputs
+    record = ledger.selection
+    assert record["k"] == search.n_candidates_ == len(search.candidate_params_) >= 1
+    assert (record["k_distribution"], record["k_mean"], record["score_fraction"]) == \
+        ("geometric", 4.0, 0.1)
+    assert record["score_sensitivity"] == pytest.approx(0.5 / 300)  # B/n, B = 1/2
+    assert record["score_clip_from_data"] is False
+    # the released model is the candidate's: its predictions are the search's
+    assert search.best_params_ in search.candidate_params_
+    np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
+    assert ledger.to_json() == type(ledger).from_json(ledger.to_json()).to_json()
+    assert ledger.flat_params()["privacy.selection.k"] == str(search.n_candidates_)
+
+
+def test_hyperparameter_draws_do_not_depend_on_the_data(regression):
+    X, y = regression
+    rng = np.random.default_rng(1)
+    X2, y2 = rng.normal(size=X.shape), rng.normal(size=y.shape)
+    grid = {"step": [0.1, 0.3, 1.0], "passes": [1, 2]}
+    make = dict(epsilon=1.0, delta=1e-5, k_mean=3, random_state=11)
+    fits = [PrivateSearch(DPCoordinateDescentRegressor(solver="dp_cd"), grid, **make)
+            for _ in range(2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fits[0].fit(X, y)
+        fits[1].fit(X2, y2)
+    assert fits[0].candidate_params_ == fits[1].candidate_params_
+    assert fits[0].n_candidates_ == fits[1].n_candidates_
+    # the draws are the data-free ones, and another seed draws differently
+    settings = ps.SearchSettings(k_mean=3)
+    configs = ps.grid_configurations(grid)
+    k, drawn = ps.draw_search(configs, settings, 11, 1.0, 1e-5)
+    assert (k, drawn) == (fits[0].n_candidates_, fits[0].candidate_params_)
+    others = {tuple(map(str, ps.draw_search(configs, settings, s, 1.0, 1e-5)))
+              for s in range(20)}
+    assert len(others) > 10
+
+
+def test_candidates_are_independent_releases():
+    """Same configuration at two indices: different streams."""
+    settings = ps.SearchSettings().checked()
+    config = {"step": 0.1}
+    a, b = (ps.candidate_entropy(0, settings, 1.0, 1e-5, 2, i, config) for i in (0, 1))
+    assert a != b
+    assert a == ps.candidate_entropy(0, settings, 1.0, 1e-5, 2, 0, config)
+
+
+def test_validation_selection_with_dp_sgd(classification):
+    """Validation accuracy (sensitivity 1/n_val), Gaussian score noise, DP-SGD
+    under the zero record with a grid over passes (two training events)."""
+    X, y = classification
+    base = DPCoordinateDescentClassifier(solver="dp_sgd", neighbouring="replace_special",
+                                         batch_size=10)
+    search = PrivateSearch(base, {"passes": [1, 2], "step": [0.5, 1.0]}, epsilon=2.0,
+                           k_mean=3, select_by="validation", score_noise="gaussian",
+                           random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    assert is_classifier(search) and not is_regressor(search)
+    record = search.privacy_ledger_.selection
+    assert record["score_metric"] == "accuracy"
+    assert record["score_sensitivity"] == pytest.approx(1 / 60)  # 20 % of 300 held out
+    assert record["n_training_events"] == 2
+    assert search.privacy_ledger_.epsilon_achieved <= 2.0
+    assert search.privacy_ledger_.neighbouring == "replace_special"
+    assert set(search.classes_) == {0, 1}
+    assert search.predict_proba(X[:3]).shape == (3, 2)
+    train = search.privacy_ledger_.mechanisms[0]
+    assert train.sampling == "poisson"
+    assert train.noise_multiplier >= search.calibration_.train_multipliers[
+        ("poisson_gaussian", 10 / 240, int(math.ceil(search.best_params_["passes"] * 24)))]
+
+
+def test_poisson_can_release_nothing(regression):
+    """K ~ Poisson(1) is 0 for some seed: nothing is released, and predict says so."""
+    from dpcd.estimators import _seed_of
+
+    settings = ps.SearchSettings(k_mean=1.0, k_distribution="poisson")
+    configs = ps.grid_configurations({"step": [0.1, 1.0]})
+    seed = next(s for s in range(100)
+                if ps.draw_search(configs, settings, _seed_of(s), 1.0, 1e-5)[0] == 0)
+    X, y = regression
+    search = PrivateSearch(DPCoordinateDescentRegressor(solver="dp_cd"), {"step": [0.1, 1.0]},
+                           delta=1e-5, k_mean=1.0, k_distribution="poisson",
+                           random_state=seed).fit(X, y)
+    assert search.n_candidates_ == 0 and search.best_estimator_ is None
+    assert search.privacy_ledger_.selection["k"] == 0
+    with pytest.raises(NotFittedError, match="K = 0"):
+        search.predict(X)
+
+
+@pytest.mark.parametrize("setting,match", [
+    (dict(k_mean=0.0), "k_mean"),
+    (dict(k_mean=-2.0), "k_mean"),
+    (dict(k_distribution="uniform"), "k_distribution"),
+    (dict(score_fraction=1.0), "score_fraction"),
+    (dict(score_fraction=0.0), "score_fraction"),
+    (dict(select_by="test"), "select_by"),
+    (dict(param_grid={"step": [0.1]}), "param_grid"),
+    (dict(param_grid={"step": [0.1, 1.0]}, estimator=DPCoordinateDescentRegressor()),
+     "dp_cd_p"),
+    (dict(param_grid={"penalty": ["l1", "l2"]}, k_mean=1.0, k_distribution="poisson",
+          estimator=DPCoordinateDescentRegressor(solver="dp_gcd")), "dp_gcd"),
+    (dict(estimator=DPCoordinateDescentRegressor(solver="dp_sgd")), "replace_one"),
+    (dict(estimator=DPCoordinateDescentRegressor(solver="dp_sgd",
+                                                 neighbouring="add_or_remove_one"),
+          select_by="validation"), "fixed n"),
+])
+def test_bad_settings_are_refused_by_name(regression, setting, match):
+    X, y = regression
+    kwargs = dict(estimator=DPCoordinateDescentRegressor(solver="dp_cd"),
+                  param_grid={"step": [0.1, 1.0]}, random_state=0)
+    kwargs.update(setting)
+    with pytest.raises(ValueError, match=match):
+        PrivateSearch(**kwargs).fit(X, y)
+
+
+def test_clone_and_params():
+    search = PrivateSearch(DPCoordinateDescentRegressor(solver="dp_cd"), {"step": [0.1, 1.0]},
+                           k_mean=5)
+    copy = clone(search)
+    assert copy.get_params()["k_mean"] == 5
+    assert copy.get_params()["estimator__solver"] == "dp_cd"
+
+
+@pytest.mark.parametrize("solver,neighbouring,expected", [
+    ("dp_cd", "replace_one", ("gaussian", 5 * 5)),
+    ("primal_dp_scd", "replace_one", ("gaussian", 13)),  # ceil(5 * 5 / 2)
+    ("dp_sgd", "add_or_remove_one", ("poisson_gaussian", 2 / 300, 750)),
+    ("dp_scd", "replace_special", ("poisson_gaussian", 2 / 300, 750)),
+])
+def test_training_spec_is_what_the_fit_accounts(solver, neighbouring, expected):
+    est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring, passes=5,
+                                        batch_size=2)
+    assert ps.training_spec(est, 300, 4) == (expected, neighbouring)
+
+
+@pytest.mark.parametrize("solver,neighbouring,match", [
+    ("dp_scd", "replace_one", "PLD only"),
+    ("dp_sgd", "replace_one", "PLD only"),
+    ("seq_dp_scd", "replace_one", "PLD only"),
+    ("seq_dp_scd", "replace_special", "max_batch_size"),
+    ("dp_cd_p", "replace_one", "dp_cd_p"),
+    ("dp_gcd", "replace_one", "dp_gcd"),
+])
+def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, match):
+    est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring)
+    with pytest.raises(ValueError, match=match):
+        ps.training_spec(est, 300, 4)
+
+
+def test_primal_dp_scd_hinge_candidates(classification):
+    """A DP-SCD solver with the hinge loss: the score is the clipped hinge loss
+    (B = 1, the zero model's), the ledger's ε meets the target."""
+    X, y = classification
+    est = DPCoordinateDescentClassifier(solver="primal_dp_scd", batch_size=2, alpha=0.01)
+    search = PrivateSearch(est, {"passes": [1, 2], "clip": [0.1, 1.0]}, epsilon=2.0,
+                           k_mean=3, random_state=3).fit(X, y)
+    ledger = search.privacy_ledger_
+    assert ledger.epsilon_achieved <= 2.0
+    assert ledger.selection["score_clip"] == pytest.approx(math.log(2.0))
+    # K = 1 always (logarithmic, mean 1): one dual DP-SCD fit under the zero record
+    hinge = PrivateSearch(DPCoordinateDescentClassifier(
+        solver="dp_scd", loss="hinge", batch_size=5, alpha=0.01,
+        neighbouring="replace_special"), {"clip": [0.1, 1.0]},
+        k_mean=1.0, k_distribution="logarithmic", epsilon=2.0, random_state=0)
+    hinge.fit(X, y)
+    assert hinge.n_candidates_ == 1
+    assert hinge.privacy_ledger_.selection["score_clip"] == 1.0
+    assert hinge.privacy_ledger_.neighbouring == "replace_special"
+    assert hinge.privacy_ledger_.epsilon_achieved <= 2.0
