@@ -85,7 +85,12 @@ def test_logistic_coordinate_gradient_matches_numpy(seed, n, margin_scale, x_sca
     for j in range(3):
         ref, scale = _numpy_logistic_coordinate_gradient(X, y, u, j, clip)
         got = _logistic_coordinate_gradient(X, y, u, j, clip)
-        assert got == _coordinate_gradient(LOGISTIC, X, y, u, j, clip)
+        # the dispatched gradient is this one; within an ulp, not bit for bit: in
+        # the full suite one of the two came from numba's on-disk cache, written by
+        # another process, and a last-digit difference was seen (the open question
+        # on cached builds, as in test_dp_scd_root)
+        dispatched = _coordinate_gradient(LOGISTIC, X, y, u, j, clip)
+        assert abs(got - dispatched) <= 2 * np.spacing(abs(got)) + 1e-300
         assert abs(got - ref) <= 1e-12 * scale + 1e-300
         assert abs(got) <= clip
 
