@@ -284,6 +284,18 @@ class Plan:
     def fresh_seeds(self):
         return self.config["report"]["fresh_seeds"]
 
+    def fresh_outputs(self):
+        """The aggregate job's fresh-seed outputs (wildcard ``{experiment}``),
+        none when report.fresh_seeds is 0; ``fresh_figure`` goes in the report."""
+        if not self.fresh_seeds:
+            return {}
+        return {
+            "fresh_runs": "results/fresh/{experiment}.parquet",
+            "fresh_csv": "results/tables/fresh/{experiment}.csv",
+            "fresh_md": "results/tables/fresh/{experiment}.md",
+            "fresh_figure": "results/figures/{experiment}_rel_error_fresh.png",
+        }
+
     def fresh_spec(self, experiment):
         """Each solver's solve spec without its chunking, the selection rule and
         the number of fresh seeds (None when report.fresh_seeds is 0): editing

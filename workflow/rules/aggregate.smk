@@ -7,22 +7,6 @@
 # same imports (MLflow 1.4 s, seaborn with matplotlib 0.8 s).
 
 
-def fresh_outputs():
-    """The aggregate job's fresh-seed outputs, none when report.fresh_seeds is 0."""
-    if not fresh_seeds():
-        return {}
-    return {
-        "fresh_runs": "results/fresh/{experiment}.parquet",
-        "fresh_csv": "results/tables/fresh/{experiment}.csv",
-        "fresh_md": "results/tables/fresh/{experiment}.md",
-        "fresh_figure": report(
-            "results/figures/{experiment}_rel_error_fresh.png",
-            caption="../report/rel_error_fresh.rst",
-            category="Fresh seeds",
-        ),
-    }
-
-
 # The aggregate rule's fresh-seed arguments, when report.fresh_seeds > 0.
 FRESH_ARGUMENTS = (
     " --fresh-spec {params.fresh:q} --data {input.data} --smoothness {input.smoothness}"

@@ -12,7 +12,7 @@ include: "plan.smk"
 
 
 if config["algorithms"]:  # solvers from outside dpcd: every job imports them
-    os.environ["DPCD_ALGORITHMS"] = plan.algorithm_modules(config["algorithms"])
+    os.environ.update(DPCD_ALGORITHMS=plan.algorithm_modules(config["algorithms"]))
 try:  # the jobs check again where dpcd is not importable (--sdm conda)
     from dpcd.algorithms import check_solvers
     from dpcd.data.registry import registry as _registry
@@ -102,6 +102,13 @@ paper_figures = lambda: config["report"].get("figures") or {}
 published_input = lambda: _optional(config["report"]["published"])
 paper_published_input = lambda: _optional(config["report"].get("published_figures"))
 _optional = lambda path: [path] if path else []
+fresh_outputs = lambda: {  # the aggregate job's, none when report.fresh_seeds is 0
+    name: _fresh_figure(path) if name == "fresh_figure" else path
+    for name, path in PLAN.fresh_outputs().items()
+}
+_fresh_figure = lambda path: report(
+    path, caption="../report/rel_error_fresh.rst", category="Fresh seeds"
+)
 
 
 def fresh_tables(names=None):
