@@ -7,7 +7,7 @@ min_version("9.0")
 
 # The embedded default, unless a --configfile was given: Snakemake would merge
 # the two recursively and leak default solvers into another configuration.
-if not config:
+if not set(config) - {"chunk_core_hours"}:  # only the cluster profile's --config
     # Snakemake's own message names neither the file nor the line.
     import yaml
 

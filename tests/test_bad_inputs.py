@@ -127,6 +127,7 @@ CONFIG_CASES = {
                                      ["datasets.lasso_a.source", "mnist"]),
     "loss-unknown": (_set((*E, "problem", "loss"), "huber"), ["loss", "huber"]),
     "alpha-negative": (_set((*E, "problem", "alpha"), -0.1), ["alpha", "-0.1"]),
+    "chunk-core-hours-zero": (_set(("chunk_core_hours",), 0), ["chunk_core_hours"]),
     "reserved-experiment-name": (lambda c: c["experiments"].update(summary=_exp(c)),
                                  ["summary"]),
 }

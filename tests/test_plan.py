@@ -300,3 +300,87 @@ def test_bad_search_settings_are_refused():
     config["experiments"]["sparse_lasso"]["search"] = "random"
     with pytest.raises(Exception, match="random"):
         validate(config, SCHEMA)
+
+
+# -- cluster sizing (issue 25 item 4) -----------------------------------------
+FULL = ("config/paper/dpcd_icml22.yaml", "config/paper/dpgcd_aistats23.yaml",
+        "config/paper/dpscd_aaai21.yaml")
+
+
+@pytest.mark.parametrize("path", FULL)
+def test_chunk_core_hours_bounds_every_job(path):
+    """With chunk_core_hours set, every solve job's estimate is within it
+    (or the job is one configuration, the least a job runs); the sweep's total
+    does not depend on how it is cut; without it the chunks are as configured."""
+    config = load(path)
+    loose = make(config)
+    config["chunk_core_hours"] = 2
+    sized = make(config)
+    n_jobs = 0
+    for name in sized.experiments:
+        exp = sized.experiment(name)
+        for solver in sorted(exp["solvers"]):
+            free, cut = loose.cost(name, solver), sized.cost(name, solver)
+            assert free.chunks == exp["chunks"] == loose.solve_spec(name, solver)["chunks"]
+            assert cut.chunks == sized.solve_spec(name, solver)["chunks"] >= exp["chunks"]
+            n_configs = len(sized.config_passes(name, solver))
+            assert cut.job <= 2 or cut.chunks >= n_configs, (name, solver, cut)
+            assert math.isclose(cut.sweep, free.sweep)
+            assert cut.job <= free.job + 1e-12
+            n_jobs += cut.chunks
+    assert n_jobs == len(sized.jobs())
+
+
+def test_cost_model_follows_the_sweep():
+    """The planner's configurations are the sweep's (dpcd.sweep.grid), in its
+    order, so its round-robin chunk estimates are those of the real chunks;
+    the estimate is linear in seeds and in the data's entries."""
+    from dpcd.sweep import chunk_of, configurations
+
+    config = load("config/paper/dpscd_aaai21.yaml")
+    p = make(config)
+    for name in p.experiments:
+        exp = p.experiment(name)
+        for solver in sorted(exp["solvers"]):
+            adapter, grid, passes = plan.solver_entry(exp, solver)
+            eps = exp["privacy"]["epsilon"]
+            configs = configurations(adapter, grid, passes, eps)
+            assert p.config_passes(name, solver) == [c["passes"] for c in configs]
+            chunks = p.chunks(name, solver) + 2
+            largest = max(
+                p._hours(name, solver, "grid", [c["passes"] for c in chunk_of(configs, k, chunks)])
+                for k in range(chunks)
+            )
+            assert math.isclose(p._largest_chunk(name, solver, "grid", chunks), largest)
+    name = p.experiments[0]
+    solver = sorted(p.experiment(name)["solvers"])[0]
+    before = p.cost(name, solver).sweep
+    p.experiment(name)["seeds"] *= 2
+    assert math.isclose(p.cost(name, solver).sweep, 2 * before)
+    # the screen runs one seed, the confirm search_keep configurations per epsilon and passes
+    p.experiment(name)["search"] = "staged"
+    screen, confirm = p.cost(name, solver, "screen"), p.cost(name, solver, "confirm")
+    assert math.isclose(screen.sweep * p.experiment(name)["seeds"], 2 * before)
+    assert confirm.sweep < 2 * before
+
+
+def test_sparse_data_costs_its_non_zeros():
+    """dorothea's cost counts its non-zeros at the sparse kernels' cost per step."""
+    config = load("config/paper/dpgcd_aistats23.yaml")
+    p = make(config)
+    entries, sparse = p.dataset_entries("dorothea")
+    assert sparse and entries == registry()["dorothea"]["expected"]["nnz"]
+    assert p.step_cost_ns("dorothea", "dp_gcd_gs_q") == plan.STEP_COST_NS["sparse"]["dp_gcd"]
+    assert p.dataset_entries("california") == (p.dataset_size("california"), False)
+
+
+def test_cost_summary_names_total_and_largest_job():
+    config = load("config/paper/dpscd_aaai21.yaml")
+    config["chunk_core_hours"] = 2
+    p = make(config)
+    text = p.cost_summary()
+    total = sum(
+        p.cost(n, s).sweep for n in p.experiments for s in p.experiment(n)["solvers"]
+    )
+    assert f"{total:.3g} core-hours in {len(p.jobs())} solve jobs" in text
+    assert "chunk_core_hours: 2" in text

@@ -44,6 +44,30 @@ Job = namedtuple("Job", "experiment solver stage chunk")
 # The solve stages of each search, in order; the last one's runs make the tables.
 SEARCH_STAGES = {"grid": ("grid",), "staged": ("screen", "confirm")}
 
+# Measured cost of one pass over one data entry (a record x a feature, or a
+# non-zero of a sparse dataset), in ns, per solver: the slowest loss of the
+# paper configs, a block of configurations as the sweep runs them, one core.
+# `python bench/bench_cost_model.py`, 2026-11-25, on the 2-core development
+# machine under load (so on the high side). Sparse: dorothea's shape (its noise
+# is drawn per feature, so the cost per non-zero holds for that shape only).
+STEP_COST_NS = {
+    "dense": {
+        "dp_cd": 1.47,
+        "dp_cd_p": 1.85,
+        "dp_gcd": 0.745,
+        "dp_scd": 7.7,
+        "dp_sgd": 5.1,
+        "scd": 8.03,
+        "seq_dp_scd": 9.4,
+        "sgd": 5.82,
+    },
+    "sparse": {"dp_cd": 43.9, "dp_gcd": 20.5, "dp_sgd": 176},
+}
+
+#: A solve job's estimated cost: core-hours of the job (``job``) and of its
+#: solver's whole sweep in that stage (``sweep``), and its number of chunks.
+Cost = namedtuple("Cost", "job sweep chunks")
+
 
 def render(obj):
     """Deterministic JSON for params: Snakemake compares params as strings."""
@@ -218,7 +242,7 @@ class Plan:
             solver=solver,
             grid=grid,
             passes=passes,
-            chunks=exp["chunks"],
+            chunks=self.chunks(experiment, solver, stage),
         )
         if name != solver:
             spec["adapter"] = name  # only variants carry it: DP-CD specs are unchanged
@@ -334,6 +358,104 @@ class Plan:
         passes = sum(sum(solver_entry(exp, name)[2]) for name in sorted(exp["solvers"]))
         return math.log10(self.dataset_size(exp["dataset"]) * max(passes, 1))
 
+    # -- cost (cluster sizing) ---------------------------------------------
+    def dataset_entries(self, name):
+        """(entries one pass reads, sparse?): the registry's ``nnz`` when it
+        gives one (a sparse dataset), else n x p."""
+        dataset = self.config["datasets"][name]
+        entry = (self.registry or {}).get(dataset["source"], {})
+        nnz = entry.get("expected", {}).get("nnz")
+        return (nnz, True) if nnz else (self.dataset_size(name), False)
+
+    def step_cost_ns(self, experiment, solver):
+        """ns per entry-pass of a solver entry on its experiment's dataset (a
+        solver without a measured cost: the slowest measured one)."""
+        exp = self.experiment(experiment)
+        _, sparse = self.dataset_entries(exp["dataset"])
+        table = STEP_COST_NS["sparse" if sparse else "dense"]
+        return table.get(solver_entry(exp, solver)[0], max(table.values()))
+
+    def config_passes(self, experiment, solver, stage="grid"):
+        """The passes of each configuration the stage runs, in the sweep's
+        order (epsilon, passes, then the grid's axes: dpcd.sweep.grid), the
+        confirm stage's as ``search_keep`` per (epsilon, passes)."""
+        exp = self.experiment(experiment)
+        _, grid, passes = solver_entry(exp, solver)
+        eps = exp["privacy"]["epsilon"]
+        n_eps = len(eps) if isinstance(eps, (list, tuple)) else 1
+        rest = 1
+        for value in grid.values():
+            if isinstance(value, dict):
+                rest *= int(value["geomspace"][2])
+            elif isinstance(value, list):
+                rest *= len(value)
+        if stage == "confirm":
+            rest = min(rest, exp["search_keep"])
+        return [k for _ in range(n_eps) for k in passes for _ in range(rest)]
+
+    def _hours(self, experiment, solver, stage, passes):
+        """Core-hours of configurations with these passes, on the stage's seeds."""
+        exp = self.experiment(experiment)
+        seeds = 1 if stage == "screen" else exp["seeds"]
+        entries, _ = self.dataset_entries(exp["dataset"])
+        ns = self.step_cost_ns(experiment, solver) * entries * seeds * sum(passes)
+        return ns / 3.6e12
+
+    def _largest_chunk(self, experiment, solver, stage, chunks):
+        passes = self.config_passes(experiment, solver, stage)
+        return max(
+            self._hours(experiment, solver, stage, passes[k::chunks]) for k in range(chunks)
+        )
+
+    def chunks(self, experiment, solver, stage="grid"):
+        """Solve jobs of one solver's sweep: the experiment's ``chunks``, or with
+        ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.grid cuts
+        them) that no job's estimate exceeds it; never more chunks than
+        configurations for the bound (a configuration's seeds run in one job)."""
+        chunks = self.experiment(experiment)["chunks"]
+        bound = self.config.get("chunk_core_hours")
+        if not bound:
+            return chunks
+        n_configs = len(self.config_passes(experiment, solver, stage))
+        while chunks < n_configs:
+            largest = self._largest_chunk(experiment, solver, stage, chunks)
+            if largest <= bound:
+                break
+            chunks = min(n_configs, max(chunks + 1, math.ceil(chunks * largest / bound)))
+        return chunks
+
+    def cost(self, experiment, solver, stage="grid"):
+        """The estimated :class:`Cost` of one solver's sweep in one stage."""
+        chunks = self.chunks(experiment, solver, stage)
+        passes = self.config_passes(experiment, solver, stage)
+        return Cost(
+            job=self._largest_chunk(experiment, solver, stage, chunks),
+            sweep=self._hours(experiment, solver, stage, passes),
+            chunks=chunks,
+        )
+
+    def cost_summary(self):
+        """The estimate the workflow logs before any solver starts: core-hours
+        of every solve job together and of the largest one."""
+        costs = {
+            (name, solver, stage): self.cost(name, solver, stage)
+            for name in self.experiments
+            for stage in self.stages(name)
+            for solver in sorted(self.experiment(name)["solvers"])
+        }
+        total = sum(c.sweep for c in costs.values())
+        (name, solver, stage), top = max(costs.items(), key=lambda kv: kv[1].job)
+        bound = self.config.get("chunk_core_hours")
+        sizing = f"chunk_core_hours: {bound}" if bound else "chunks as configured"
+        return (
+            f"dpcd: estimated solve cost {total:.3g} core-hours in "
+            f"{len(self.jobs())} solve jobs ({sizing}); largest job "
+            f"{top.job:.3g} core-hours ({name}/{solver}, {stage}, "
+            f"{top.chunks} chunks); from measured kernel costs per step "
+            f"(dpcd.plan.STEP_COST_NS; the staged confirm as search_keep per "
+            f"epsilon and passes)"
+        )
+
     # -- jobs and outputs --------------------------------------------------
     def jobs(self, experiment=None, stage=None):
         """The solve jobs (of one experiment or of all; of one stage or of
@@ -347,7 +469,7 @@ class Plan:
             or each == stage
             or (stage == "final" and each == self.final_stage(name))
             for solver in sorted(self.experiment(name)["solvers"])
-            for chunk in range(self.experiment(name)["chunks"])
+            for chunk in range(self.chunks(name, solver, each))
         ]
 
     @staticmethod

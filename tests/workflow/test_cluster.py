@@ -71,3 +71,36 @@ def test_slurm_profile_plans_every_paper_config(clone, config):
         # Nothing only the submitting machine has: no absolute paths of this
         # clone or of the interpreter's environment in a job's command.
         assert str(clone) not in command and str(BIN.parent) not in command, command
+
+
+def _dry_run(clone, *args):
+    proc = subprocess.run(
+        [str(BIN / "snakemake"), "-n", *args], cwd=clone, env=snakemake_env(),
+        capture_output=True, text=True, timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    logged = re.search(
+        r"dpcd: estimated solve cost ([0-9.e+]+) core-hours in (\d+) solve jobs "
+        r"\(([^)]*)\); largest job ([0-9.e+]+) core-hours", out)
+    assert logged, out[-4000:]
+    solve_jobs = int(re.search(r"^solve\s+(\d+)$", out, flags=re.M).group(1))
+    total, n_jobs, sizing, largest = logged.groups()
+    return float(total), int(n_jobs), sizing, float(largest), solve_jobs
+
+
+def test_exhaustive_grid_is_cut_for_the_cluster(clone):
+    """The DP-SCD paper's exhaustive grid (YearPredictionMSD's DP-SGD alone is
+    days of one core) through the SLURM profile: the run's estimate is logged
+    before any job, and its solve jobs are cut so that the largest is
+    estimated at <= chunk_core_hours (2); the default profile keeps the
+    configured chunks (and the same total)."""
+    config = "config/paper/dpscd_aaai21.yaml"
+    total, n_jobs, sizing, largest, solve_jobs = _dry_run(
+        clone, "--workflow-profile", "config/profiles/slurm", "--configfile", config)
+    assert PROFILE["config"] == ["chunk_core_hours=2"] and sizing == "chunk_core_hours: 2"
+    assert n_jobs == solve_jobs and largest <= 2
+    assert total > 100  # a cluster's run: the estimate says so before anything runs
+    local = _dry_run(clone, "--workflow-profile", "config/profiles/default", "--configfile", config)
+    assert local[2] == "chunks as configured" and local[1] == local[4] < solve_jobs
+    assert local[3] > 2 and abs(local[0] - total) <= 0.01 * total

@@ -3,6 +3,7 @@ import os
 
 import yaml
 
+from snakemake.logging import logger
 from snakemake.utils import validate
 
 validate(config, "../schemas/config.schema.yaml")
@@ -25,6 +26,8 @@ try:  # the jobs check again where dpcd is not importable (--sdm conda)
 except ImportError:
     _registry = _check_solvers = None
 PLAN = plan.Plan(config, _registry and _registry(), _check_solvers)
+if workflow.is_main_process:  # once, before any job: not again in each job
+    logger.info(PLAN.cost_summary())  # core-hours: 2 cores or 200?
 LAMBDA_GROUPS = PLAN.lambda_groups
 WARMUP_PRIORITY = plan.WARMUP_PRIORITY
 _json = plan.render
