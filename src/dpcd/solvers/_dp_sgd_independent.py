@@ -89,6 +89,21 @@ def _next_gap(keys, lam, bufs, starts, k, counter):
 
 
 @njit(inline="always")
+def _first_trials(sample_keys, q, n_runs):
+    """Both kernels' sampling state: whether every record is taken, the
+    geometric rate, each run's next selected trial (global index), the gaps
+    drawn so far per run, and the gap buffers with their first counters."""
+    full = q >= 1.0
+    lam = 0.0 if full else -np.log1p(-q)
+    nxt = np.empty(n_runs, dtype=np.int64)
+    drawn = np.ones(n_runs, dtype=np.int64)
+    gaps, gap_starts = np.empty((n_runs, GAPS)), np.full(n_runs, -GAPS, dtype=np.int64)
+    for k in range(n_runs):
+        nxt[k] = 0 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, 0) - 1
+    return full, lam, nxt, drawn, gaps, gap_starts
+
+
+@njit(inline="always")
 def _next_row(X, pos, first, stop, n_samples):
     """Prefetch the row of trial ``pos`` if it is at the step after the current
     one (``first .. stop - 1``); later ones wait (no integer division)."""
@@ -111,14 +126,8 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
     """
     n_samples = y.shape[0]
     n_runs, n_features = W.shape
-    full = q >= 1.0
-    lam = 0.0 if full else -np.log1p(-q)
-    nxt = np.empty(n_runs, dtype=np.int64)  # global index of each run's next selected trial
-    drawn = np.ones(n_runs, dtype=np.int64)  # gaps drawn so far, per run
+    full, lam, nxt, drawn, gaps, gap_starts = _first_trials(sample_keys, q, n_runs)
     start = np.full(n_runs, -noise_bufs.shape[1], dtype=np.int64)  # buffers empty
-    gaps, gap_starts = np.empty((n_runs, GAPS)), np.full(n_runs, -GAPS, dtype=np.int64)
-    for k in range(n_runs):
-        nxt[k] = 0 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, 0) - 1
     c = 0
     active = n_runs
     total = n_steps[0] if active > 0 else 0
@@ -219,13 +228,7 @@ def _kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code, pe
     for k in range(n_runs):
         shrink[k], divide[k] = _prox_form(penalty_code, penalty_params, steps[k])
         plain = plain and divide[k] == 1.0
-    full = q >= 1.0
-    lam = 0.0 if full else -np.log1p(-q)
-    nxt = np.empty(n_runs, dtype=np.int64)
-    drawn = np.ones(n_runs, dtype=np.int64)
-    gaps, gap_starts = np.empty((n_runs, GAPS)), np.full(n_runs, -GAPS, dtype=np.int64)
-    for k in range(n_runs):
-        nxt[k] = 0 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, 0) - 1
+    full, lam, nxt, drawn, gaps, gap_starts = _first_trials(sample_keys, q, n_runs)
     c = 0
     active = n_runs
     total = n_steps[0] if active > 0 else 0
