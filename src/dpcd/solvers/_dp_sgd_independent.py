@@ -39,8 +39,8 @@ from numba import njit, uint64
 
 from dpcd.solvers._normal import _minus_2_log, _pair, _splitmix, take_normals
 from dpcd.solvers._prefetch import prefetch_row
-from dpcd.solvers._sgd_steps import (_clipped_derivative, _objectives, _predict, _prox_form,
-                                     _prox_step)
+from dpcd.solvers._sgd_steps import (_add_clipped_gradient, _clipped_derivative, _objectives,
+                                     _prox_form, _prox_step)
 
 # normals each run's buffer holds (even): at 8 features one refill per 16 steps
 BUFFER = 128
@@ -145,14 +145,8 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
             while pos < stop:
                 i = pos - first
                 inclusions[i] += 1
-                pred = _predict(sparse, X, data, indices, indptr, i, w)
-                d = _clipped_derivative(datafit_code, y[i], pred, row_norms[i], clips[k])
-                if sparse:
-                    for s in range(indptr[i], indptr[i + 1]):
-                        g[indices[s]] += d * data[s]
-                else:
-                    for j in range(n_features):
-                        g[j] += d * X[i, j]
+                _add_clipped_gradient(sparse, X, data, indices, indptr, y, i, w, g,
+                                      datafit_code, row_norms[i], clips[k])
                 pos += 1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k,
                                                  drawn[k])
                 drawn[k] += 1

@@ -106,6 +106,20 @@ def _clipped_derivative(datafit_code, yi, pred, row_norm, clip):
 
 
 @njit(inline="always", error_model="numpy")
+def _add_clipped_gradient(sparse, X, data, indices, indptr, y, i, w, g, datafit_code,
+                          row_norm, clip):
+    """g += record i's gradient at w, its derivative clipped (every DP-SGD kernel)."""
+    pred = _predict(sparse, X, data, indices, indptr, i, w)
+    d = _clipped_derivative(datafit_code, y[i], pred, row_norm, clip)
+    if sparse:
+        for s in range(indptr[i], indptr[i + 1]):
+            g[indices[s]] += d * data[s]
+    else:
+        for j in range(X.shape[1]):
+            g[j] += d * X[i, j]
+
+
+@njit(inline="always", error_model="numpy")
 def _prox_update(w, v, step, penalty_code, penalty_params, batch_size):
     """``w <- prox_{step psi}(w - step v / b)``, ``v`` the noisy gradient sum,
     in the branch-free form of :func:`_prox_form` so the loop vectorises; the

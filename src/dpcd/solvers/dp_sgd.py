@@ -16,8 +16,9 @@ from numba import njit
 from dpcd.solvers._normal import new_stream, take_normals
 from dpcd.solvers import _dp_sgd_independent as independent
 from dpcd.solvers._prefetch import prefetch, prefetch_row
-from dpcd.solvers._sgd_steps import (_clipped_derivative, _dot_row, _objectives, _predict,
-                                     _prox_form, _prox_step, _prox_update, _prox_update_sum)
+from dpcd.solvers._sgd_steps import (_add_clipped_gradient, _clipped_derivative, _dot_row,
+                                     _objectives, _prox_form, _prox_step,
+                                     _prox_update, _prox_update_sum)
 from dpcd.solvers.base import SolverResult, check_design, pass_checkpoints, spawn_generators
 
 
@@ -211,14 +212,8 @@ def _dp_sgd_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
                 n_rows += 1
                 for k in range(active):
                     w, g = W[k], grad[k]
-                    pred = _predict(sparse, X, data, indices, indptr, i, w)
-                    d = _clipped_derivative(datafit_code, y[i], pred, row_norms[i], clips[k])
-                    if sparse:
-                        for s in range(indptr[i], indptr[i + 1]):
-                            g[indices[s]] += d * data[s]
-                    else:
-                        for j in range(n_features):
-                            g[j] += d * X[i, j]
+                    _add_clipped_gradient(sparse, X, data, indices, indptr, y, i, w, g,
+                                          datafit_code, row_norms[i], clips[k])
                 last, head, pos = _advance(sparse, X, y, row_norms, inclusions, full, lam,
                                            rng_sample, ahead, head, last)
             # the sum plus N(0, sigma^2 I), then the prox: O(n_features K)
