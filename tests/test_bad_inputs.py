@@ -128,6 +128,8 @@ CONFIG_CASES = {
     "loss-unknown": (_set((*E, "problem", "loss"), "huber"), ["loss", "huber"]),
     "alpha-negative": (_set((*E, "problem", "alpha"), -0.1), ["alpha", "-0.1"]),
     "chunk-core-hours-zero": (_set(("chunk_core_hours",), 0), ["chunk_core_hours"]),
+    "validation-split-unknown": (_set((*E, "validation_split"), "per_run"),
+                                 ["validation_split", "per_run"]),
     "reserved-experiment-name": (lambda c: c["experiments"].update(summary=_exp(c)),
                                  ["summary"]),
 }

@@ -7,10 +7,13 @@ are each seed's own; the runs say which split they used, and the split adds no
 non-private input (selecting on validation is ``hyperparameter_selection``).
 """
 import numpy as np
+import pandas as pd
 import pytest
 
+from dpcd.algorithms import Budget, get
 from dpcd.problems import make_problem
-from dpcd.sweep.grid import run_entropy, run_seed
+from dpcd.sweep.fresh import run_fresh
+from dpcd.sweep.grid import config_id, fresh_cell, fresh_seeds, run_entropy, run_seed
 from dpcd.sweep.metrics import evaluate
 from dpcd.sweep.problem import (
     SeedProblems,
@@ -112,7 +115,6 @@ def test_sweep_metrics_are_each_seeds_own_holdout():
     spec, seeds, table, records = _sweep(problem, "per_seed")
     last = table[table["pass"] == 2].sort_values("seed_index")
     # re-run each seed on its own redrawn problem: same iterate, metrics on its hold-out
-    from dpcd.algorithms import Budget, get
     for k, seed in enumerate(seeds):
         redrawn = redraw_validation(problem, seed)
         entropy = run_entropy(seed, stream_identity(spec, CONFIGS[0]))  # the sweep's streams
@@ -137,3 +139,77 @@ def test_runs_say_which_split_and_add_no_nonprivate_input():
         # the split is data-independent: the non-private inputs are the data stage's
         assert run["tags"]["privacy.nonprivate_inputs"] == "maxabs_scaling"
         assert set(table["nonprivate_inputs"]) == {"maxabs_scaling"}
+
+
+def test_each_run_records_its_division_in_ledger_and_params():
+    """The seed of the division: the data file's split seed (fixed), each run seed
+    (per_seed), in every seed's ledger and in the configuration's MLflow params."""
+    problem = _problem(np.random.default_rng(3))
+    problem.split_seed = 11
+    for split in ("fixed", "per_seed"):
+        spec, seeds, table, records = _sweep(problem, split)
+        (record,) = records
+        (run,) = mlflow_runs(records, spec, problem)
+        assert run["params"]["validation_split"] == split
+        recorded = [ledger.data_split for ledger in record.ledgers]
+        if split == "fixed":
+            assert recorded == [{"validation_split": "fixed", "seed": 11}] * 3
+            assert run["params"]["validation_split_seed"] == "11"
+        else:
+            assert [d["seed"] for d in recorded] == seeds
+            assert run["params"]["validation_split_seed"] == ",".join(map(str, seeds))
+            n_val = redraw_validation(problem, seeds[0]).y_val.size
+            assert {(d["n_train"], d["n_val"]) for d in recorded} == {(120, n_val)}
+            # the recorded seed replays the hold-out
+            for division in recorded:
+                assert validation_rows(160, division["seed"])[1].size == division["n_val"]
+        # the artifact says it too (one ledger per seed when they differ)
+        assert '"data_split"' in run["artifacts"]["privacy_ledger.json"]
+        assert "validation" not in run["tags"]["privacy.nonprivate_inputs"]
+
+
+def test_redraw_keeps_constants_and_unit_rows():
+    """What was computed from the data before the division is the same object for
+    every seed, and every redrawn training row keeps norm 1 (DP-SCD's sensitivity)."""
+    problem = _problem(np.random.default_rng(4))
+    problems = SeedProblems(problem, [run_seed(0, k) for k in range(4)], "per_seed")
+    for k in range(4):
+        redrawn = problems(k)
+        for name in ("smoothness", "global_smoothness", "max_abs", "nonprivate_inputs",
+                     "penalty", "alpha", "split_seed"):
+            assert getattr(redrawn, name) is getattr(problem, name)
+        np.testing.assert_allclose(np.linalg.norm(redrawn.X, axis=1), 1.0, rtol=1e-12)
+        assert problems(k) is redrawn  # kept across the sweep's configurations
+    assert SeedProblems(problem, [1], "fixed")(0) is problem
+
+
+def test_fresh_reruns_redraw_their_own_holdout():
+    """A fresh re-run (per_seed) holds out its fresh seed's rows, not a selection seed's."""
+    problem = _problem(np.random.default_rng(5))
+    spec = {**SPEC, "validation_split": "per_seed", "chunks": 1, "passes": [2],
+            "grid": {"clip": [0.5], "batch_size": [20]}}
+    table = pd.DataFrame({"solver": ["dp_scd"], "config_id": [config_id(CONFIGS[0])]})
+    runs, records, run_spec = run_fresh({**spec, "fresh_seeds": 2}, table, problem, 0.5)
+    seeds = fresh_seeds(0, 2, fresh_cell("e", CONFIGS[0]))
+    (record,) = records
+    assert [ledger.data_split["seed"] for ledger in record.ledgers] == seeds
+    assert "hyperparameter_selection" in record.ledgers[0].nonprivate_inputs
+    last = runs[runs["pass"] == 2].sort_values("seed_index")
+    for k, seed in enumerate(seeds):
+        redrawn = redraw_validation(problem, seed)
+        entropy = run_entropy(seed, stream_identity(spec, CONFIGS[0]))
+        result, _ = get("dp_scd").run(redrawn, CONFIGS[0], entropy, Budget(1.0, 1e-3))
+        assert last["val_metric"].iloc[k] == evaluate("accuracy", redrawn.X_val,
+                                                     redrawn.y_val, result.w)
+    (run,) = mlflow_runs(records, run_spec, problem)
+    assert run["params"]["validation_split_seed"] == ",".join(map(str, seeds))
+
+
+def test_private_smoothness_estimate_is_refused_with_per_seed():
+    """DP-CD-P's estimate is drawn on the file's training rows: not each seed's."""
+    problem = _problem(np.random.default_rng(6), loss="squares")
+    problem.y = problem.X @ np.ones(5)
+    problem.y_val = problem.X_val @ np.ones(5)
+    spec = {**SPEC, "solver": "dp_cd_p", "validation_split": "per_seed"}
+    with pytest.raises(ValueError, match="per_seed with dp_cd_p.*validation_split: fixed"):
+        run_configurations(spec, [], [1], problem, 0.5, private_estimates={"estimates": []})

@@ -116,3 +116,30 @@ def test_per_seed_validation_split_is_tagged(done):
     runs = pd.read_parquet(done / "results/runs/logit/dp_sgd/chunk0.parquet")
     assert not runs["nonprivate_inputs"].str.contains("validation").any()
     assert "hyperparameter_selection" in (done / "results/tables/logit.md").read_text()
+
+
+def test_each_run_records_the_seed_of_its_division(done):
+    """MLflow params say which division every configuration's seeds ran on: the
+    dataset's split_seed (ridge, fixed), each run seed (logit, per_seed: its
+    selection seeds, and the fresh re-runs their own fresh seeds)."""
+    con = sqlite3.connect(done / "results/mlflow.db")
+
+    def params(experiment, key):
+        rows = con.execute(
+            "select p.value, (select value from tags t where t.run_uuid = r.run_uuid and "
+            "t.key = 'dpcd.seed_set') from runs r join experiments e on r.experiment_id = "
+            "e.experiment_id join params p on p.run_uuid = r.run_uuid and p.key = ? "
+            "where e.name like ?", (key, f"%/{experiment}")).fetchall()
+        return rows
+
+    assert {value for value, _ in params("ridge", "validation_split")} == {"fixed"}
+    assert {value for value, _ in params("ridge", "validation_split_seed")} == {"0"}
+    assert {value for value, _ in params("logit", "validation_split")} == {"per_seed"}
+    seeds = params("logit", "validation_split_seed")
+    selection = {value for value, seed_set in seeds if seed_set is None}
+    fresh = {value for value, seed_set in seeds if seed_set == "fresh"}
+    runs = pd.read_parquet(done / "results/runs/logit/dp_sgd/chunk0.parquet")
+    ordered = runs.drop_duplicates("seed_index").sort_values("seed_index")["seed"]
+    assert selection == {",".join(map(str, ordered))}
+    assert fresh and all(len(value.split(",")) == 10 for value in fresh)
+    assert not set(",".join(fresh).split(",")) & set(map(str, ordered))

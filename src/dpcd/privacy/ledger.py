@@ -167,6 +167,11 @@ class Ledger:
     selection : dict, optional
         Private hyperparameter selection (:mod:`dpcd.privacy.selection`): K
         drawn, its distribution, the split and the score mechanism.
+    data_split : dict, optional
+        Which train/validation division of the data the release trained on
+        (e.g. ``{"validation_split": "per_seed", "seed": ...}``): a
+        data-independent draw, recorded so the run can be replayed; no privacy
+        cost and no non-private input.
     """
 
     algorithm: str
@@ -181,6 +186,7 @@ class Ledger:
     caveats: tuple[str, ...] = ()
     noise: str = "fast"
     selection: dict | None = None
+    data_split: dict | None = None
 
     def __post_init__(self):
         # Accept lists from callers and from JSON; store tuples (immutable).
@@ -203,6 +209,10 @@ class Ledger:
         )
 
     with_nonprivate_input = add_nonprivate_input
+
+    def with_data_split(self, division: dict | None) -> "Ledger":
+        """Return a copy that records the train/validation ``division`` it ran on."""
+        return self if division is None else dataclasses.replace(self, data_split=dict(division))
 
     def add_caveat(self, name: str) -> "Ledger":
         """Return a copy that also records caveat ``name`` (e.g. ``"invalid_bound"``)."""
@@ -271,6 +281,8 @@ class Ledger:
             out["caveats"] = list(self.caveats)
         if self.selection is not None:
             out["selection"] = {k: _jsonable(v) for k, v in self.selection.items()}
+        if self.data_split is not None:
+            out["data_split"] = {k: _jsonable(v) for k, v in self.data_split.items()}
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -297,6 +309,7 @@ class Ledger:
             caveats=data.get("caveats", []),
             noise=data.get("noise", "fast"),
             selection=data.get("selection"),
+            data_split=data.get("data_split"),
         )
 
     @classmethod

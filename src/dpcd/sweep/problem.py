@@ -41,6 +41,9 @@ class SweepProblem:
         validation and test metrics of each run's final iterate.
     alpha : float
         Regularisation strength the penalty uses (resolved by :func:`resolve_alpha`).
+    split_seed : int or None
+        The seed of the data stage's train/validation/test split (the
+        dataset's ``split_seed``), None when the file does not say.
     """
 
     X: np.ndarray
@@ -57,6 +60,7 @@ class SweepProblem:
     X_test: np.ndarray = None
     y_test: np.ndarray = None
     alpha: float = 0.0
+    split_seed: int = None
 
     @property
     def n_samples(self):
@@ -268,6 +272,7 @@ def load_problem(data_path, problem_spec, smoothness_path):
         X_test=None if dataset.X_test is None else as_solver_input(dataset.X_test),
         y_test=dataset.y_test,
         alpha=alpha,
+        split_seed=dataset.meta.get("split", {}).get("seed"),
     )
 
 
@@ -327,9 +332,13 @@ def redraw_validation(problem, seed):
     The pool is the processed file's training and validation rows (preprocessed
     as the data stage did: the max-abs statistics stay those of the file's
     training part); :func:`validation_rows` says which are held out.  Sizes are
-    those of the fixed split.  The constants computed on the file's training
-    part (smoothness, ``max_abs``, the reference F*) are kept: DP-SCD's
-    solvers read none of them, DP-SGD its global smoothness only.
+    those of the fixed split.  Only the division moves: what was computed from
+    the data before it (the data stage's max-abs scaling and label centring,
+    the smoothness stage's constants, the reference F*) is computed once, on
+    the file's training part, and is the same object for every seed, as in a
+    fixed-split sweep; it stays recorded in ``nonprivate_inputs``.  Every row
+    of the pool keeps the unit norm the data stage gave it, which is what
+    DP-SCD's sensitivity and DP-SGD's global smoothness rest on.
 
     Raises
     ------
@@ -365,6 +374,31 @@ class SeedProblems:
         size = X.data.nbytes if problem.is_sparse else X.nbytes
         self.keep = self.per_seed and size * len(self.seeds) <= KEEP_SEED_PROBLEMS
         self._kept = {}
+
+    def division(self, seed_index):
+        """Which train/validation division run ``seeds[seed_index]`` used, for
+        its ledger and MLflow params (None when the data has no validation
+        split).  Data-independent randomness: the seed and the sizes say it all.
+
+        Returns
+        -------
+        dict or None
+            ``validation_split`` (``fixed`` or ``per_seed``) and ``seed``: the
+            dataset's ``split_seed`` (``fixed``) or the run seed, whose stream
+            ``SeedSequence(seed, spawn_key=(spawn_key,))`` drew the hold-out
+            (``per_seed``, with ``spawn_key``, ``n_train`` and ``n_val``).
+        """
+        problem = self.problem
+        if problem.X_val is None:
+            return None
+        if not self.per_seed:
+            return {"validation_split": "fixed", "seed": problem.split_seed}
+        seed = self.seeds[seed_index]
+        n_pool = problem.n_samples + problem.X_val.shape[0]
+        n_val = int(np.ceil(VALIDATION_FRACTION * n_pool))  # as validation_rows holds out
+        # seed None (noise: secure): drawn from the OS, never recorded
+        return {"validation_split": "per_seed", "seed": None if seed is None else int(seed),
+                "spawn_key": SPLIT_SPAWN_KEY, "n_train": n_pool - n_val, "n_val": n_val}
 
     def __call__(self, seed_index):
         """The problem of ``seeds[seed_index]``."""

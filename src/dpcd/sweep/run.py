@@ -40,6 +40,8 @@ class ConfigRecord:
     holdout: dict = None  # metric name, validation and test values per seed
     start_ms: int = None  # wall clock of the configuration's first and last seed (MLflow)
     end_ms: int = None
+    # each seed's train/validation division (SeedProblems.division), None without one
+    splits: list = None
 
 
 def epsilons_of(privacy_spec):
@@ -231,6 +233,13 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     ran = {}
     # each seed's problem: the same, or its validation rows redrawn (per_seed)
     problem_of = SeedProblems(problem, seeds, spec.get("validation_split", "fixed"))
+    if problem_of.per_seed and private_estimates is not None:
+        raise ValueError(
+            f"experiment {spec['experiment']!r}: validation_split: per_seed with "
+            f"{spec['solver']}: its private smoothness estimate is drawn on the data "
+            "file's training rows, not on each seed's; use validation_split: fixed"
+        )
+    splits = [problem_of.division(k) for k in range(len(seeds))]
     per_block = max(1, TOGETHER_ENTRIES // max(1, len(seeds) * problem.n_features))
     for done, config in enumerate(configs, 1):
         start_ms = int(clock.time() * 1000)
@@ -263,6 +272,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                 # part of every run's ledger
                 for name in (*nonprivate, *problem.nonprivate_inputs):
                     ledger = ledger.add_nonprivate_input(name)
+                # which division of the data it trained on (data-independent)
+                ledger = ledger.with_data_split(splits[seed_index])
             objectives.append(np.asarray(result.objective, dtype=np.float64))
             checkpoints.append(result.passes_done)
             if w_star is not None:
@@ -277,7 +288,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         time = np.asarray(times)
         records.append(
             ConfigRecord(config, cid, status, objective, rel_error, time, ledgers, holdout,
-                         start_ms, int(clock.time() * 1000))
+                         start_ms, int(clock.time() * 1000),
+                         None if splits[0] is None else splits)
         )
         _progress(done, len(configs), started)
         columns = _tidy_rows(

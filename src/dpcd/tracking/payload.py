@@ -121,6 +121,13 @@ def mlflow_runs(records, spec, problem):
             # a data-independent redraw of the hold-out per run seed: said, not a
             # non-private input (selecting on validation is: hyperparameter_selection)
             tags["dpcd.validation_split"] = spec["validation_split"]
+        if record.splits is not None:
+            # the seed of the division each seed ran on: the dataset's split_seed
+            # (fixed), or each run seed (per_seed, in the table's seed_index order)
+            kind = record.splits[0]["validation_split"]
+            seeds = [str(split["seed"]) for split in record.splits]
+            params["validation_split"] = kind
+            params["validation_split_seed"] = ",".join(seeds) if kind == "per_seed" else seeds[0]
         name = f"{spec['solver']}-{record.config_id}"
         if spec.get("seed_set") == "fresh":
             # A re-run of a selected configuration on new seeds: a release of its
