@@ -2,8 +2,9 @@
 
 The root ``s'`` of ``logit(s') + y m + κ (s' − s) = 0`` (Equation 8 of
 Damaskinos et al. 2021 for the logistic loss) is what every logistic DP-SCD
-update computes; the kernel solves it branch-free (Lambert-W or linear start,
-three Halley steps) with the safeguarded Newton as a fallback.  Here the step
+update computes; the kernel solves it branch-free (Lambert-W or linear start
+with rough logs, three one-division Halley steps, the first two with a rough
+exp) with the safeguarded Newton as a fallback.  Here the step
 ``s' − s`` is compared with mpmath's root of the same equation, with the same
 double inputs, at 50 digits: at both ends of the dual domain (s = 0 and 1,
 where the step is the tiny ``s'`` or ``s' − 1`` itself and is checked

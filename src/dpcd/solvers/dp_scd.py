@@ -83,7 +83,8 @@ import numpy as np
 from numba import njit
 
 from dpcd.problems._jit import FAST, HINGE, L2, LOGISTIC, SQUARES
-from dpcd.solvers._normal import _as_float, _minus_2_log, new_stream, take_normals
+from dpcd.solvers._normal import (_LN2, _MANTISSA, _ONE, _SQRT2, _as_bits, _as_float,
+                                  _minus_2_log, new_stream, take_normals)
 from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
@@ -276,6 +277,62 @@ def _log1p_nonneg(t):
 
 
 @njit(inline="always")
+def _exp_rough(x):
+    """``exp(x)`` for ``x <= 0`` to 6e-9 relative: :func:`_exp_nonpos` with
+    Taylor's series cut at ``r^7/7!`` (the root's start and its first steps,
+    whose errors the last exact step removes)."""
+    x = max(x, -708.0)
+    k = np.floor(x * _INV_LN2 + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = 0.0001984126984126984  # 1/7!
+    p = 0.001388888888888889 + r * p
+    p = 0.008333333333333333 + r * p
+    p = 0.041666666666666664 + r * p
+    p = 0.16666666666666666 + r * p
+    p = 0.5 + r * p
+    p = 1.0 + r * p
+    p = 1.0 + r * p
+    return p * _as_float(np.uint64(np.int64(k) + 1023) << np.uint64(52))
+
+
+@njit(inline="always")
+def _log_rough(x):
+    """``log(x)`` for a positive normal ``x`` to 6e-7 absolute, without a
+    division: ``x = f 2^e`` with ``f`` in [√½, √2) and a degree-7 polynomial
+    in ``f − 1`` (Chebyshev fit of log1p; the root's start only)."""
+    b = _as_bits(x)
+    e = float(np.int32(np.int64(b >> np.uint64(52)) - 1023))
+    f = _as_float((b & _MANTISSA) | _ONE)
+    big = f > _SQRT2
+    t = (f * 0.5 if big else f) - 1.0
+    e = e + 1.0 if big else e
+    p = 0.114484355
+    p = -0.186276973 + t * p
+    p = 0.206117852 + t * p
+    p = -0.249112106 + t * p
+    p = 0.333048124 + t * p
+    p = -0.500012933 + t * p
+    p = 1.00000310 + t * p
+    p = 3.34232691e-08 + t * p
+    return e * _LN2 + p
+
+
+@njit(inline="always")
+def _halley(u, c, kappa, e, lo, hi):
+    """One Halley step on ``h(u) = u + c + κ σ(u)`` given ``e = e^u``, kept in
+    ``[lo, hi]``: ``(u − dx, dx, σ(u))``.  With ``D = 1 + e``, ``h = H/D``,
+    ``h' = P/D²``, ``h'' = Q/D³``, so ``dx = h h'/(h'² − h h''/2) =
+    H P D/(P² − H Q/2)``: one division."""
+    d = 1.0 + e
+    ke = kappa * e
+    big_h = (u + c) * d + ke
+    big_p = d * d + ke
+    dx = big_h * big_p * d / (big_p * big_p - 0.5 * big_h * ke * (1.0 - e))
+    un = min(max(u - dx, lo), hi)
+    return un, u - un, e / d
+
+
+@njit(inline="always")
 def _logistic_dual_step(s, ym, kappa):
     """``(s' − s, converged)`` for the root ``s'`` of ``logit(s') + y m + κ (s' − s) = 0``.
 
@@ -288,9 +345,14 @@ def _logistic_dual_step(s, ym, kappa):
     root is always ``u* <= 0``, in ``[−c − κ/2, min(0, −c)]``.  Start: the
     root of ``u + c + κ e^u`` (``e^u >= σ(u)``), ``u0 = −c − W(κ e^{−c})``,
     with Winitzki's closed-form approximation of Lambert's W at
-    ``log(κ e^{−c})`` (no overflow); then ``_HALLEY_STEPS`` Halley steps
-    (cubic convergence).  The step ``s' − s`` is formed on the side where it
-    does not cancel (``(1 − s) − σ(u)`` when mirrored).  ``converged`` is
+    ``log(κ e^{−c})`` (no overflow; its logs by :func:`_log_rough`), or the
+    Newton step from 0 near 0; then ``_HALLEY_STEPS`` Halley steps (cubic
+    convergence, one division each, :func:`_halley`), all but the last with
+    :func:`_exp_rough`, and ``σ`` at the last iterate from its value at the
+    one before by Taylor's series to ``dx³`` (relative, no further exp).
+    Called from a loop compiled with FMA contraction.  The step ``s' − s`` is
+    formed on the side where it does not cancel (``(1 − s) − σ(u)`` when
+    mirrored).  ``converged`` is
     false when the last step exceeded ``_HALLEY_OK``: the caller then uses the
     safeguarded Newton of :func:`_logistic_dual_root`.
     """
@@ -300,31 +362,27 @@ def _logistic_dual_step(s, ym, kappa):
     lo = -c - 0.5 * kappa
     # Winitzki: W(x) ~ l (1 − log(1 + l)/(2 + l)), l = log(1 + x), x = e^L
     # (a start needs no last ulp: plain logs of 1 + t)
-    big = -c - 0.5 * _minus_2_log(kappa)  # log(κ e^{−c}); κ > 0 normal
-    ln1p = max(big, 0.0) - 0.5 * _minus_2_log(1.0 + _exp_nonpos(-abs(big)))
-    w0 = ln1p * (1.0 + 0.5 * _minus_2_log(1.0 + ln1p) / (2.0 + ln1p))
+    big = -c + _log_rough(kappa)  # log(κ e^{−c}); κ > 0 normal
+    ln1p = max(big, 0.0) + _log_rough(1.0 + _exp_rough(-abs(big)))
+    w0 = ln1p * (1.0 - _log_rough(1.0 + ln1p) / (2.0 + ln1p))
     # near 0 (where e^u is a poor σ) the Newton step from 0 is closer
     u_lin = -(c + 0.5 * kappa) / (1.0 + 0.25 * kappa)
     u = u_lin if u_lin > _NEAR_ZERO else -c - w0
     u = min(max(u, lo), hi)
-    dx = 0.0
-    for _ in range(_HALLEY_STEPS):
-        e = _exp_nonpos(u)
-        inv = 1.0 / (1.0 + e)  # 1 − σ(u)
-        sig = e * inv
-        h = u + c + kappa * sig
-        k1 = kappa * sig * inv
-        dh = 1.0 + k1
-        d2 = k1 * (1.0 - 2.0 * sig)
-        dx = h * dh / (dh * dh - 0.5 * h * d2)
-        u = min(max(u - dx, lo), hi)
-    sig = _exp_nonpos(u)
-    sig = sig / (1.0 + sig)
+    # Halley steps, the last with the exact exp (its error is what remains)
+    for _ in range(_HALLEY_STEPS - 1):
+        u, dx, sig = _halley(u, c, kappa, _exp_rough(u), lo, hi)
+    u, dx, sig = _halley(u, c, kappa, _exp_nonpos(u), lo, hi)
+    # σ at the last point from σ at the one before, Taylor in −dx to dx³
+    # (relative: σ' = σ(1 − σ), no exp)
+    a = 1.0 - sig
+    sig = sig * (1.0 - a * dx * (1.0 - 0.5 * (1.0 - 2.0 * sig) * dx
+                                 + (1.0 - 6.0 * sig * a) * dx * dx / 6.0))
     step = (1.0 - s) - sig if flip else sig - s
     return step, abs(dx) <= _HALLEY_OK * (1.0 + abs(u))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, fastmath={"contract"}, error_model="numpy")
 def _logistic_dual_steps(s, ym, kappa, step, ok, nb):
     """``step[k] = s'_k − s[k]`` for ``k < nb`` (:func:`_logistic_dual_step`).
 
