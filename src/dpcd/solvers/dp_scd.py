@@ -85,6 +85,7 @@ from numba import njit
 from dpcd.problems._jit import FAST, FAST_FMA, HINGE, L2, LOGISTIC, SQUARES
 from dpcd.solvers._normal import (_LN2, _MANTISSA, _ONE, _SQRT2, _as_bits, _as_float,
                                   _minus_2_log, new_stream, take_normals)
+from dpcd.solvers._poisson import first_trial, geometric_rate, poisson_batch
 from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers.base import SolverResult, check_data, pass_checkpoints, spawn_generators
 
@@ -534,12 +535,8 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
     """
     n, p = X.shape
     lam_n = lam * n
-    q = batch_size / n
-    full = q >= 1.0
-    lam_q = 0.0 if full else -np.log1p(-q)
-    pos = 0
-    if sampling == 0 and not full and n_iter > 0:
-        pos = int(np.ceil(rng_sample.standard_exponential() / lam_q)) - 1
+    full, lam_q = geometric_rate(batch_size / n)
+    pos = first_trial(rng_sample, full, lam_q) if sampling == 0 and n_iter > 0 else 0
     c = 0
     noise_start, noise_pos = -noise_buf.shape[0], 0  # noise buffer empty
     # a chunk of logistic roots (dual): s, y m, κ, the steps, converged flags
@@ -548,15 +545,10 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
     ch_ok = np.empty(_CHUNK, dtype=np.bool_)
     for t in range(n_iter):
         # ---- Step 5: the mini-batch, drawn as the accountant assumes
-        b = 0
         if sampling == 0:
-            # Poisson: gaps between selected (iteration, record) trials are
-            # Geometric(q) (see dp_sgd), O(|B|) draws per iteration
-            first = t * n
-            while pos < first + n:
-                idx[b] = pos - first
-                b += 1
-                pos += 1 if full else int(np.ceil(rng_sample.standard_exponential() / lam_q))
+            # Poisson: every record independently with probability L/N, the
+            # gaps between selected trials Geometric (dpcd.solvers._poisson)
+            b, pos = poisson_batch(rng_sample, full, lam_q, pos, t, n, idx)
         else:
             # partial Fisher-Yates: the first L entries are a uniform L-subset
             for k in range(batch_size):
