@@ -41,7 +41,8 @@ may leave the domain.
 Sampling = accounting
 ---------------------
 ``sampling="poisson"`` includes every record independently with probability
-``q = L/N`` in each iteration (batch size ~ Binomial(N, q)), the sampling
+``q = L/N`` in each iteration (batch size ~ Binomial(N, q); geometric gaps
+between selected trials, :mod:`dpcd.solvers._poisson`), the sampling
 ``dpcd.privacy.calibrate_dp_scd`` accounts by default for the dual kernel;
 ``"without_replacement"`` draws exactly L distinct records (partial
 Fisher–Yates), the default for seqDP-SCD.  The authors' code shuffles once per
