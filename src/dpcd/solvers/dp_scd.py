@@ -265,6 +265,29 @@ _INV_LN2 = 1.44269504088896338700e+00
 
 
 @njit(inline="always")
+def _exp_reduce(x):
+    """Cody-Waite reduction of ``x <= 0`` clamped at −708: ``x = k ln2 + r``,
+    ``|r| <= ln2/2``; returns ``(k, r)``."""
+    x = max(x, -708.0)
+    k = np.floor(x * _INV_LN2 + 0.5)
+    return k, (x - k * _LN2_HI) - k * _LN2_LO
+
+
+@njit(inline="always")
+def _exp_finish(k, r, p7):
+    """``2^k (1 + r + … + r^6/6! + r^7 p7)``: Taylor's series from its
+    ``r^7`` term on given as ``p7``, scaled by ``2^k`` built from its bits."""
+    p = 0.001388888888888889 + r * p7
+    p = 0.008333333333333333 + r * p
+    p = 0.041666666666666664 + r * p
+    p = 0.16666666666666666 + r * p
+    p = 0.5 + r * p
+    p = 1.0 + r * p
+    p = 1.0 + r * p
+    return p * _as_float(np.uint64(np.int64(k) + 1023) << np.uint64(52))
+
+
+@njit(inline="always")
 def _exp_nonpos(x):
     """``exp(x)`` for ``x <= 0``, branch-free so that a loop of it vectorises.
 
@@ -274,24 +297,23 @@ def _exp_nonpos(x):
     ``|r| <= ln2/2``, and Taylor's series to ``r^13/13!`` (remainder below
     5e-18 relative), scaled by ``2^k`` built from its bits.
     """
-    x = max(x, -708.0)
-    k = np.floor(x * _INV_LN2 + 0.5)
-    r = (x - k * _LN2_HI) - k * _LN2_LO
+    k, r = _exp_reduce(x)
     p = 1.6059043836821613e-10  # 1/13!
     p = 2.08767569878681e-09 + r * p
     p = 2.505210838544172e-08 + r * p
     p = 2.7557319223985893e-07 + r * p
     p = 2.755731922398589e-06 + r * p
     p = 2.48015873015873e-05 + r * p
-    p = 0.0001984126984126984 + r * p
-    p = 0.001388888888888889 + r * p
-    p = 0.008333333333333333 + r * p
-    p = 0.041666666666666664 + r * p
-    p = 0.16666666666666666 + r * p
-    p = 0.5 + r * p
-    p = 1.0 + r * p
-    p = 1.0 + r * p
-    return p * _as_float(np.uint64(np.int64(k) + 1023) << np.uint64(52))
+    return _exp_finish(k, r, 0.0001984126984126984 + r * p)
+
+
+@njit(inline="always")
+def _exp_rough(x):
+    """``exp(x)`` for ``x <= 0`` to 6e-9 relative: :func:`_exp_nonpos` with
+    Taylor's series cut at ``r^7/7!`` (the root's start and its first steps,
+    whose errors the last exact step removes)."""
+    k, r = _exp_reduce(x)
+    return _exp_finish(k, r, 0.0001984126984126984)  # 1/7!
 
 
 @njit(inline="always")
@@ -300,25 +322,6 @@ def _log1p_nonneg(t):
     rounding of ``1 + t`` corrected to first order)."""
     w = 1.0 + t
     return -0.5 * _minus_2_log(w) - ((w - 1.0) - t) / w
-
-
-@njit(inline="always")
-def _exp_rough(x):
-    """``exp(x)`` for ``x <= 0`` to 6e-9 relative: :func:`_exp_nonpos` with
-    Taylor's series cut at ``r^7/7!`` (the root's start and its first steps,
-    whose errors the last exact step removes)."""
-    x = max(x, -708.0)
-    k = np.floor(x * _INV_LN2 + 0.5)
-    r = (x - k * _LN2_HI) - k * _LN2_LO
-    p = 0.0001984126984126984  # 1/7!
-    p = 0.001388888888888889 + r * p
-    p = 0.008333333333333333 + r * p
-    p = 0.041666666666666664 + r * p
-    p = 0.16666666666666666 + r * p
-    p = 0.5 + r * p
-    p = 1.0 + r * p
-    p = 1.0 + r * p
-    return p * _as_float(np.uint64(np.int64(k) + 1023) << np.uint64(52))
 
 
 @njit(inline="always")
