@@ -2,8 +2,9 @@
 
 The root ``s'`` of ``logit(s') + y m + κ (s' − s) = 0`` (Equation 8 of
 Damaskinos et al. 2021 for the logistic loss) is what every logistic DP-SCD
-update computes; the kernel solves it branch-free (Lambert-W or linear start,
-three Halley steps) with the safeguarded Newton as a fallback.  Here the step
+update computes; the kernel solves it branch-free (Lambert-W or linear start
+with rough logs, three one-division Halley steps, the first two with a rough
+exp) with the safeguarded Newton as a fallback.  Here the step
 ``s' − s`` is compared with mpmath's root of the same equation, with the same
 double inputs, at 50 digits: at both ends of the dual domain (s = 0 and 1,
 where the step is the tiny ``s'`` or ``s' − 1`` itself and is checked
@@ -20,7 +21,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from dpcd.solvers.dp_scd import _logistic_dual_root, _logistic_dual_step, _logistic_dual_steps
+from dpcd.solvers.dp_scd import (_exp_rough, _log_rough, _logistic_dual_root,
+                                  _logistic_dual_step, _logistic_dual_steps)
 
 S = [0.0, 1e-300, 1e-12, 0.3, 0.5, 1.0 - 1e-12, 1.0]
 YM = [-700.0, -50.0, -5.0, -1e-8, 0.0, 1e-8, 5.0, 50.0, 700.0]
@@ -129,3 +131,27 @@ def test_fallback_is_the_safeguarded_newton():
     conv = _converged(s, ym, kappa)
     for k in np.flatnonzero(~conv):
         assert step[k] == _logistic_dual_root(s[k], ym[k], kappa[k]) - s[k]
+
+
+@pytest.mark.skipif(FRESH, reason="already in the parent process")
+def test_rough_start_functions_meet_their_stated_accuracy():
+    """The start's log (6e-7 absolute) and the first steps' exp (7.4e-9
+    relative), on their whole domains, against libm."""
+    @njit
+    def rough(x, u):
+        out_log, out_exp = np.empty(len(x)), np.empty(len(u))
+        for k in range(len(x)):
+            out_log[k] = _log_rough(x[k])
+        for k in range(len(u)):
+            out_exp[k] = _exp_rough(u[k])
+        return out_log, out_exp
+
+    rng = np.random.default_rng(3)
+    # positive normals from 2^-1022 to 1e300, and [1, 2] densely (the start's 1 + t)
+    x = np.concatenate([10.0 ** rng.uniform(-307, 300, 20_000), rng.uniform(1, 2, 20_000),
+                        [2.0 ** -1022, 0.5, 1.0, np.sqrt(2.0), 2.0, 1e8, 1e-10]])
+    u = np.concatenate([-rng.uniform(0, 708, 20_000), -rng.uniform(0, 1, 20_000),
+                        [0.0, -1e-300, -0.5 * np.log(2), -708.0]])
+    got_log, got_exp = rough(x, u)
+    assert np.max(np.abs(got_log - np.log(x))) < 6e-7
+    assert np.max(np.abs(got_exp / np.exp(u) - 1.0)) < 7.4e-9
