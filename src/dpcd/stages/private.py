@@ -76,6 +76,38 @@ def cmd_solve_private(args):
                              "stage": "private", "seeds": 1, "seconds": split})
 
 
+def cmd_private_compare(args):
+    """Issue 29, item 5: a finished ``search: private`` workflow's tables beside
+    the fresh tables of the same experiments tuned on the private data; the
+    section goes into (or replaces itself in) ``--summary``, one figure per paper."""
+    from pathlib import Path
+
+    from dpcd.report import private_compare as pc
+    from dpcd.report.tables import read_table
+
+    baseline = {p.stem: read_table(p) for p in sorted(Path(args.baseline).glob("*.csv"))}
+    private = {p.stem: read_table(p) for p in sorted(Path(args.private).glob("*.csv"))}
+    table = pc.comparison_table(baseline, private)
+    if table.empty:
+        raise ValueError(f"no experiment in both {args.baseline} and {args.private}")
+    verdicts = pc.conclusions(table)
+    atomic_write(args.out, lambda tmp: table.to_csv(tmp, index=False))
+    verdict_path = Path(args.out).with_name(Path(args.out).stem + "_conclusions.csv")
+    atomic_write(verdict_path, lambda tmp: verdicts.to_csv(tmp, index=False))
+    section = pc.comparison_markdown(table, verdicts)
+    for paper in sorted(table["paper"].unique()):
+        name = paper.lower().replace(" ", "_").replace("-", "")
+        path = Path(args.figures) / f"private_tuning_{name}.png"
+        atomic_write(path, lambda tmp: pc.plot_comparison(table, paper, tmp))
+        section += f"\nFigure: `{path}`.\n"
+    header = section.strip().splitlines()[0]
+    text = Path(args.summary).read_text() if Path(args.summary).exists() else ""
+    text = text.split("\n" + header)[0].rstrip("\n") + "\n" + section
+    atomic_write(args.summary, lambda tmp: Path(tmp).write_text(text))
+    log.info("%d cells compared; %d of %d verdicts survive", len(table),
+             int(verdicts["survives"].sum()) if len(verdicts) else 0, len(verdicts))
+
+
 def register(subparsers):
     """Add ``solve-private`` to the ``dpcd`` parser."""
     p = add_command(subparsers, "solve-private", cmd_solve_private,
@@ -88,3 +120,12 @@ def register(subparsers):
     p.add_argument("--mlflow-runs", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timing", required=True)
+
+    p = add_command(subparsers, "private-compare", cmd_private_compare,
+                    "private tuning beside tuning on the private data (issue 29, item 5)")
+    p.add_argument("--baseline", required=True,
+                   help="results/tables/fresh of the workflow tuned on the private data")
+    p.add_argument("--private", required=True, help="results/tables of the search: private run")
+    p.add_argument("--summary", required=True, help="summary markdown the section goes into")
+    p.add_argument("--out", required=True, help="CSV of the paired cells")
+    p.add_argument("--figures", required=True, help="directory of the figures (one per paper)")
