@@ -135,7 +135,6 @@ def test_fresh_seeds_refused():
 
 
 @pytest.mark.parametrize("solver, grid, reason", [
-    ("dp_gcd", {"step": [0.1, 1.0], "clip": [1.0]}, "report-noisy-max"),
     ("dp_cd_p", {"step": [0.1, 1.0], "clip": [1.0]}, "smoothness estimate"),
     ("seq_dp_scd", {"clip": [0.1, 1.0], "batch_size": [5]}, "max_batch_size"),
     ("cd", {"step": [0.1, 1.0]}, "not a private solver"),
@@ -213,6 +212,12 @@ CASES = {
         lambda z, n, p, k: ev.SelfComposedDpEvent(
             ev.SampledWithoutReplacementDpEvent(n, 6, ev.GaussianDpEvent(z)),
             math.ceil(k * n / 6))),
+    "dp_gcd": ("dp_gcd", {"step": [0.3, 1.0], "clip": [1.0]},
+               {"epsilon": 1.0, "delta": 1e-4}, REL.REPLACE_ONE, {},
+               lambda z, n, p, k: ev.ComposedDpEvent([
+                   ev.SelfComposedDpEvent(
+                       ev.RandomizedResponseDpEvent(2 / (1 + math.exp(1 / z)), 2), k),
+                   ev.SelfComposedDpEvent(ev.LaplaceDpEvent(z), k)])),
     "primal_dp_scd": (
         "primal_dp_scd", {"clip": [0.5, 1.0], "batch_size": [2]},
         {"epsilon": 1.0, "delta": 1e-4}, REL.REPLACE_ONE,
@@ -235,7 +240,7 @@ def test_released_epsilon_is_dp_accounting_repeat_and_select(case):
     (released,) = _released(records)
     ledger = released.ledgers[0]
     sel = ledger.selection
-    train, score = ledger.mechanisms
+    train, score = ledger.mechanisms[-2:]  # DP-GCD: selection, gradient entry, score
     n, p = problem.n_samples, problem.n_features
     expected = _independent_epsilon(training(train.noise_multiplier, n, p, 2), relation,
                                     score.noise_multiplier, 3.0, 1.0, 1e-4)
@@ -280,23 +285,22 @@ def test_same_selection_seed_same_release_other_seed_other_draws():
     assert not np.array_equal(a["objective"], c["objective"])
 
 
-@pytest.mark.parametrize("solver, config, relation, reason", [
-    ("dp_gcd", {"step": 1.0, "clip": 1.0, "passes": 2}, "replace_one", "2 mechanisms"),
-    ("dp_sgd", {"step": 1.0, "clip": 1.0, "batch_size": 6, "passes": 2}, "replace_one", "pld"),
-    ("seq_dp_scd", {"clip": 1.0, "batch_size": 6, "passes": 2}, "replace_special",
+@pytest.mark.parametrize("solver, config, relation, accountant, reason", [
+    ("dp_gcd", {"step": 1.0, "clip": 1.0, "passes": 2}, "replace_one", "pld", "composed by"),
+    ("dp_gcd", {"step": 1.0, "clip": 1.0, "passes": 2}, "replace_one", "paper",
+     "invalid_bound"),
+    # auto: PLD, the only accountant of Poisson batches under replace-one
+    ("dp_sgd", {"step": 1.0, "clip": 1.0, "batch_size": 6, "passes": 2}, "replace_one",
+     "auto", "pld"),
+    ("seq_dp_scd", {"clip": 1.0, "batch_size": 6, "passes": 2}, "replace_special", "rdp",
      "2 budget lines"),
 ])
 def test_candidate_spec_refuses_what_repeat_and_select_cannot_compose(
-        solver, config, relation, reason):
+        solver, config, relation, accountant, reason):
     kw = {"penalty": "l2", "alpha": 0.1, "unit_rows": True} if "scd" in solver else {}
     problem = _problem(**kw)
-    accountant = "auto" if solver == "dp_sgd" else "rdp"  # auto: PLD under replace-one
-    try:
-        cal = algorithms.get(solver).calibrate(
-            problem, {**config, "epsilon": 1.0}, Budget(1.0, 1e-4, accountant, relation))
-    except ValueError as exc:  # refused already by its calibration
-        assert reason in str(exc) or "rdp" in str(exc)
-        return
+    cal = algorithms.get(solver).calibrate(
+        problem, {**config, "epsilon": 1.0}, Budget(1.0, 1e-4, accountant, relation))
     with pytest.raises(ValueError, match=reason):
         candidate_spec(cal.ledger, problem.n_samples)
 
@@ -321,3 +325,26 @@ def test_score_sensitivity_on_replace_one_neighbours(loss):
         worst = max(worst, abs(score_value(problem, score, w) - score_value(other, score, w)))
     assert worst <= score.sensitivity * (1 + 1e-12)
     assert worst > 0.5 * score.sensitivity  # the bound is reached: the clip binds
+
+
+def test_dp_gcd_is_a_candidate():
+    """Its correct scale under the RDP composition (candidate_spec refuses the
+    paper's scale, invalid_bound, and the other compositions: tested above)."""
+    config = copy.deepcopy(CONFIG)
+    config["experiments"]["e"]["solvers"] = {"dp_gcd": {"step": [0.1, 1.0], "clip": [1.0]}}
+    assert len(make(config).jobs("e")) == 3
+
+
+def test_pure_pair_event_is_dp_gcd_rdp_composition():
+    """("pure_pair", T) at z = 1/eps_step is the event dpcd.privacy.gcd composes
+    as "rdp": the same epsilon, and DP-GCD's own step calibration lands on it."""
+    from dpcd.privacy import accounting, gcd
+
+    z, achieved, used = accounting.calibrate_multiplier(("pure_pair", 50), 1.0, 1e-5, "rdp",
+                                                        "replace_one")
+    assert used == "rdp" and achieved <= 1.0
+    assert gcd.gcd_epsilon(1 / z, 50, 1e-5, "rdp") == pytest.approx(achieved, rel=1e-12)
+    eps_step, _ = gcd._calibrate_step(50, 1.0, 1e-5, "rdp")
+    assert 1 / z == pytest.approx(eps_step, rel=1e-6)
+    with pytest.raises(ValueError, match="replace_one"):
+        accounting.accountant_relation(("pure_pair", 50), "add_or_remove_one", "rdp")

@@ -58,12 +58,10 @@ PRIVATE_DEFAULTS = {
 PRIVATE_DISTRIBUTIONS = ("poisson", "geometric", "logarithmic", "negative_binomial")
 # The solvers whose runs can be candidates (dpcd.sweep.private_run checks each
 # candidate's accounted event again when it runs), and why the others cannot.
-PRIVATE_CANDIDATES = ("dp_cd", "dp_scd", "dp_sgd", "primal_dp_scd")
+PRIVATE_CANDIDATES = ("dp_cd", "dp_gcd", "dp_scd", "dp_sgd", "primal_dp_scd")
 PRIVATE_REFUSED = {
     "dp_cd_p": "its private smoothness estimate is a separate release shared by the "
     "configurations of a seed, not part of one candidate's event",
-    "dp_gcd": "its report-noisy-max steps are calibrated by its own closed forms "
-    "(dpcd.privacy.gcd), not as a dp_accounting RDP event",
     "seq_dp_scd": "its Poisson batches are calibrated at a max_batch_size whose tail "
     "is charged to delta, which repeat-and-select does not account",
 }

@@ -143,13 +143,14 @@ def test_bad_settings_refused_before_anything_runs(tmp_path, setting, value, nam
 
 def test_one_configuration_and_non_candidate_refused(tmp_path):
     (tmp_path / "one").mkdir()
-    (tmp_path / "gcd").mkdir()
+    (tmp_path / "cdp").mkdir()
     config = copy.deepcopy(CONFIG)
     config["experiments"]["priv"]["solvers"] = {"dp_cd": {"step": [1.0], "clip": [1.0]}}
     proc = snakemake(make_workdir(tmp_path / "one", config), "-n", check=False)
     assert proc.returncode != 0
     assert "solvers.dp_cd: the grid has 1 configuration" in proc.stdout + proc.stderr
-    config["experiments"]["priv"]["solvers"] = {"dp_gcd": {"step": [0.1, 1.0], "clip": [1.0]}}
-    proc = snakemake(make_workdir(tmp_path / "gcd", config), "-n", check=False)
+    config["experiments"]["priv"]["solvers"] = {
+        "dp_cd_p": {"step": [0.1, 1.0], "clip": [1.0], "smoothness_fraction": 0.1}}
+    proc = snakemake(make_workdir(tmp_path / "cdp", config), "-n", check=False)
     assert proc.returncode != 0
-    assert "solvers.dp_gcd: dp_gcd cannot be a private-search candidate" in proc.stdout + proc.stderr
+    assert "solvers.dp_cd_p: dp_cd_p cannot be a private-search candidate" in proc.stdout + proc.stderr

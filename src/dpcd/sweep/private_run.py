@@ -75,6 +75,8 @@ def candidate_spec(ledger, n_samples):
     """
     if ledger is None:
         raise ValueError("a non-private run cannot be a private-search candidate")
+    if [m.kind for m in ledger.mechanisms] == ["report_noisy_max", "laplace"]:
+        return _pure_pair_spec(ledger)
     if len(ledger.mechanisms) != 1 or len(ledger.budget) != 1:
         raise ValueError(f"{ledger.algorithm}: {len(ledger.mechanisms)} mechanisms and "
                          f"{len(ledger.budget)} budget lines; a candidate needs one training "
@@ -98,6 +100,32 @@ def candidate_spec(ledger, n_samples):
     if repr(accounting.make_event(spec, z)) != line.dp_event:
         raise ValueError(f"{ledger.algorithm}: derived event {spec} at z={z} is not the "
                          f"accounted one, {line.dp_event}")
+    return spec, z
+
+
+def _pure_pair_spec(ledger):
+    """DP-GCD's T iterations of an ε′-DP selection and an ε′-DP Laplace entry
+    (``("pure_pair", T)``, z = 1/ε′), when its ledger says so: the correct
+    selection scale (no ``invalid_bound``), the RDP composition, one budget
+    line whose ε is that of the rebuilt event."""
+    select, grad = ledger.mechanisms
+    line = ledger.budget[0] if len(ledger.budget) == 1 else None
+    if "invalid_bound" in ledger.caveats:
+        raise ValueError(f"{ledger.algorithm}: the paper's selection scale is no valid "
+                         "bound (invalid_bound); a candidate needs mode correct")
+    if line is None or line.accountant != "rdp" or not line.dp_event.endswith(", rdp"):
+        raise ValueError(f"{ledger.algorithm}: its pure-DP steps are composed by "
+                         f"{line and line.accountant}; a candidate needs the rdp composition")
+    if select.count != grad.count or ledger.neighbouring != "replace_one":
+        raise ValueError(f"{ledger.algorithm}: not T pairs of releases under replace_one")
+    spec, z = ("pure_pair", grad.count), grad.noise_multiplier
+    if not math.isclose(select.noise_multiplier, 2.0 * z, rel_tol=1e-12):
+        raise ValueError(f"{ledger.algorithm}: selection scale {select.noise_multiplier} is "
+                         f"not the eps_step-DP one, 2/eps_step = {2.0 * z}")
+    rebuilt = accounting.epsilon_of(spec, z, ledger.delta, "rdp", "replace_one")
+    if not math.isclose(rebuilt, line.epsilon_achieved, rel_tol=1e-9):
+        raise ValueError(f"{ledger.algorithm}: rebuilt event gives epsilon {rebuilt}, the "
+                         f"ledger {line.epsilon_achieved}")
     return spec, z
 
 
@@ -206,6 +234,7 @@ def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, d
     cal = selection.calibrate_selection(
         list(specs.values()), epsilon, delta, search.k_mean, search.shape,
         search.score_fraction, search.score_noise, relation)
+    cal = _aligned(cal, algorithm, problem, configs, delta, neighbouring, search, relation)
     k, drawn = draw_search(configs, search, seed, epsilon, delta)
     budget = Budget(cal.train_epsilon, delta, "rdp", neighbouring)
     best = None
@@ -243,6 +272,32 @@ def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, d
     records.append((out, tags))
     support = support_counts(result.w, w_star) if w_star is not None else None
     return out, result, k, noisy, support
+
+
+def _aligned(cal, algorithm, problem, configs, delta, neighbouring, search, relation):
+    """``cal`` with each training's noise multiplier the one the algorithm's own
+    calibration gives at ``cal.train_epsilon`` (DP-GCD searches its ε′ itself,
+    a few 1e-9 from the selection's search) and the total recomputed from
+    them; ``train_epsilon`` lowered by 1e-6 (then 1e-5, ...) until the total
+    meets the target. Never more than the target: what runs is what is accounted."""
+    from dataclasses import replace
+
+    eps_t = cal.train_epsilon
+    for attempt in range(6):
+        zs = {}
+        for config in configs:
+            run_cal = algorithm.calibrate(problem, config,
+                                          Budget(eps_t, delta, "rdp", neighbouring))
+            spec, z = candidate_spec(run_cal.ledger, problem.n_samples)
+            zs[spec] = min(z, zs.get(spec, math.inf))
+        total = selection.selection_epsilon(list(zs.items()), cal.score_spec,
+                                            cal.score_multiplier, search.k_mean,
+                                            search.shape, delta, relation)
+        if total <= cal.epsilon:
+            return replace(cal, train_epsilon=eps_t, train_multipliers=zs,
+                           epsilon_achieved=total)
+        eps_t *= 1.0 - 1e-6 * 10**attempt
+    raise RuntimeError(f"the trainings' own calibrations overshoot the target {cal.epsilon}")
 
 
 def _record(config, cid, result, ledger, problem, f_star, start):
