@@ -22,7 +22,7 @@ def _fresh(rows):
 
 def _private(rows):
     return pd.DataFrame([{"solver": s, "epsilon": e, "passes": k, "neighbouring": rel,
-                          "config_id": released_id(s), "rel_error_mean": m,
+                          "config_id": released_id(s, e, k), "rel_error_mean": m,
                           "rel_error_std": 0.2 * m, "n_seeds": 10, "epsilon_achieved": e,
                           **extra} for s, e, k, rel, m, extra in rows])
 

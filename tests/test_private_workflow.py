@@ -11,6 +11,7 @@ import os
 
 import dp_accounting
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from dp_accounting import dp_event as ev
@@ -249,7 +250,7 @@ def test_released_epsilon_is_dp_accounting_repeat_and_select(case):
     assert score.sensitivity == pytest.approx(1.0 / n)  # B = 1 for squares, no 1/2
     assert "hyperparameter_selection" not in ledger.nonprivate_inputs
     assert sel["k"] == len(records) - 1 == table["k"].iloc[0]
-    assert table["config_id"].unique().tolist() == [released_id(solver)]
+    assert table["config_id"].unique().tolist() == [released_id(solver, 1.0, 2)]
     assert table["epsilon_achieved"].unique().tolist() == [ledger.epsilon_achieved]
     assert table["role"].unique().tolist() == ["released"]
     if case == "dp_sgd_replace_one":  # no amplification: noise std z * 2C per step
@@ -348,3 +349,27 @@ def test_pure_pair_event_is_dp_gcd_rdp_composition():
     assert 1 / z == pytest.approx(eps_step, rel=1e-6)
     with pytest.raises(ValueError, match="replace_one"):
         accounting.accountant_relation(("pure_pair", 50), "add_or_remove_one", "rdp")
+
+
+def test_tables_keep_every_cell_of_a_validation_search():
+    """Released runs of two epsilons and two selection seeds, selected on
+    validation accuracy: the tables keep both epsilons (one cell each, its
+    seeds the selection seeds) and each cell's own hyperparameters."""
+    from dpcd.report.tables import summary_table
+
+    rng = np.random.default_rng(5)
+    problem = _problem(n=80, loss="logistic", penalty="l2", alpha=0.01)
+    X_val = rng.standard_normal((30, 5))
+    problem.X_val, problem.y_val = X_val, np.where(X_val @ np.ones(5) >= 0, 1.0, -1.0)
+    spec = _spec("dp_cd", {"step": [0.3, 1.0], "clip": [0.5, 1.0]},
+                 {"epsilon": [0.5, 2.0], "delta": 1e-4},
+                 problem={"loss": "logistic", "penalty": "l2", "alpha": 0.01},
+                 select_by="validation")
+    runs = pd.concat([run_private_chunk(spec, k, problem, 1.0)[0] for k in (0, 1)])
+    table = summary_table(runs, "validation")
+    assert sorted(table["epsilon"]) == [0.5, 2.0]
+    assert (table["n_seeds"] == 2).all() and table["metric"].eq("accuracy").all()
+    for row in table.itertuples():
+        assert row.config_id == released_id("dp_cd", row.epsilon, 2)
+        first = runs[(runs["epsilon"] == row.epsilon) & (runs["seed_index"] == 0)]
+        assert row.step == first["step"].iloc[0]

@@ -49,15 +49,17 @@ from dpcd.sweep.run import (
 )
 from dpcd.sweep.problem import SeedProblems
 
-#: Prefix of the released runs' config_id, ``private_search_<solver entry>``:
-#: the tables' one "configuration" per (solver, epsilon, passes), its seeds the
-#: selection seeds (its hyperparameter columns: each selection seed's released ones).
+#: Prefix of the released runs' config_id,
+#: ``private_search_<solver entry>_eps<epsilon>_passes<passes>``: the tables'
+#: one "configuration" per (solver, epsilon, passes), its seeds the selection
+#: seeds (its hyperparameter columns: each selection seed's released ones).
+#: Unique per cell, as the tables key runs by (solver, config_id, seed_index).
 RELEASED_ID = "private_search"
 
 
-def released_id(solver):
-    """config_id of the released runs of solver entry ``solver``."""
-    return f"{RELEASED_ID}_{solver}"
+def released_id(solver, epsilon, passes):
+    """config_id of the released runs of solver entry ``solver`` at one cell."""
+    return f"{RELEASED_ID}_{solver}_eps{float(epsilon):g}_passes{float(passes):g}"
 
 # B when search_private.score_clip is null: the loss of the zero model on a
 # unit label for the workflow's datafits (squares has no 1/2), a constant.
@@ -264,7 +266,8 @@ def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, d
     noisy, config, result, ledger, record = best
     whole = selection.selection_ledger(cal, score, ledger, k, search.k_distribution,
                                        algorithm=f"private_search({spec['solver']})")
-    out = ConfigRecord(config, released_id(spec["solver"]), record.status, record.objective, record.rel_error,
+    out = ConfigRecord(config, released_id(spec["solver"], epsilon, passes), record.status,
+                       record.objective, record.rel_error,
                        record.time, [whole], record.holdout, record.start_ms, record.end_ms)
     tags = {"role": "released", "dpcd.search": "private", "dpcd.candidates": str(k),
             "dpcd.released_config_id": config_id(config), "privacy.released": "true",
