@@ -83,6 +83,7 @@ def test_command_writes_section_and_figures(tables, tmp_path):
     summary = tmp_path / "summary.md"
     summary.write_text("# Summary across experiments\n\nbody\n")
     args = argparse.Namespace(baseline=tmp_path / "fresh", private=tmp_path / "tables",
+                              baseline_runs=None, private_runs=None,
                               summary=summary, out=tmp_path / "private_tuning.csv",
                               figures=tmp_path)
     cmd_private_compare(args)
@@ -94,3 +95,14 @@ def test_command_writes_section_and_figures(tables, tmp_path):
     assert (tmp_path / "private_tuning_dpcd_table_2.png").stat().st_size > 1000
     assert (tmp_path / "private_tuning_dpscd_figure_1.png").stat().st_size > 1000
     assert len(pd.read_csv(tmp_path / "private_tuning_conclusions.csv")) == 4
+
+
+def test_medians_from_the_runs(tables):
+    baseline, private = tables
+    runs = pd.DataFrame({"solver": "dp_cd", "epsilon": 1.0, "passes": 2, "pass": 2.0,
+                         "rel_error": [0.1, 0.2, 1e6], "seed_index": [0, 1, 2],
+                         "config_id": "x"})
+    table = pc.comparison_table(baseline, private, private_runs={"cal": runs})
+    cell = table[(table["solver"] == "dp_cd") & (table["passes"] == 2)].iloc[0]
+    assert cell["private_rel_error_median"] == pytest.approx(0.2)
+    assert "private_median" in pc.comparison_markdown(table, pc.conclusions(table))

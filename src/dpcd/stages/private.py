@@ -82,12 +82,24 @@ def cmd_private_compare(args):
     section goes into (or replaces itself in) ``--summary``, one figure per paper."""
     from pathlib import Path
 
+    import pandas as pd
+
     from dpcd.report import private_compare as pc
     from dpcd.report.tables import read_table
 
     baseline = {p.stem: read_table(p) for p in sorted(Path(args.baseline).glob("*.csv"))}
     private = {p.stem: read_table(p) for p in sorted(Path(args.private).glob("*.csv"))}
-    table = pc.comparison_table(baseline, private)
+    runs = {}
+    if args.baseline_runs:  # results/fresh/<experiment>.parquet
+        runs["baseline_runs"] = {p.stem: pd.read_parquet(p)
+                                 for p in sorted(Path(args.baseline_runs).glob("*.parquet"))}
+    if args.private_runs:  # results/runs/<experiment>/<solver>/private/chunk<k>.parquet
+        root = Path(args.private_runs)
+        runs["private_runs"] = {
+            name: pd.concat([pd.read_parquet(p) for p in files])
+            for name in private
+            if (files := sorted((root / name).glob("*/private/chunk*.parquet")))}
+    table = pc.comparison_table(baseline, private, **runs)
     if table.empty:
         raise ValueError(f"no experiment in both {args.baseline} and {args.private}")
     verdicts = pc.conclusions(table)
@@ -126,6 +138,8 @@ def register(subparsers):
     p.add_argument("--baseline", required=True,
                    help="results/tables/fresh of the workflow tuned on the private data")
     p.add_argument("--private", required=True, help="results/tables of the search: private run")
+    p.add_argument("--baseline-runs", help="results/fresh of the baseline (medians; optional)")
+    p.add_argument("--private-runs", help="results/runs of the private run (medians; optional)")
     p.add_argument("--summary", required=True, help="summary markdown the section goes into")
     p.add_argument("--out", required=True, help="CSV of the paired cells")
     p.add_argument("--figures", required=True, help="directory of the figures (one per paper)")
