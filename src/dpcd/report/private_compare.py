@@ -238,6 +238,13 @@ def plot_comparison(table, paper, path):
                 ax.errorbar(x, mid, yerr=err, fmt="s-", capsize=3, color=f"C{k}",
                             label=f"{solver}, private tuning")
                 ax.set_ylabel(f"test {group['metric'].iloc[0]} (median)")
+            elif "private_rel_error_median" in group:  # medians: a few K = 1 searches diverge
+                ax.plot(x, group["nonprivate_rel_error_median"], "o--", color=f"C{k}",
+                        label=f"{solver}, tuned on data")
+                ax.plot(x, group["private_rel_error_median"], "s-", color=f"C{k}",
+                        label=f"{solver}, private tuning")
+                ax.set_yscale("log")
+                ax.set_ylabel("relative error, median over seeds")
             else:
                 ax.errorbar(x, group["nonprivate_rel_error_mean"],
                             yerr=group["nonprivate_rel_error_std"], fmt="o--", capsize=3,
@@ -248,9 +255,12 @@ def plot_comparison(table, paper, path):
                 ax.set_yscale("log")
                 ax.set_ylabel("relative error (F - F*) / F*")
         ax.set_xscale("log")
+        ticks = sorted(sub[x_name].unique())
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
         ax.set_xlabel(x_name)
         ax.set_title(experiment, fontsize=9)
-    axes[0][0].legend(fontsize=6)
+        ax.legend(fontsize=5)
     fig.suptitle(f"{paper}: tuning on the private data vs private tuning (same epsilon)",
                  fontsize=9)
     fig.tight_layout()
