@@ -29,6 +29,7 @@ include: "workflow/rules/data_common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/smoothness.smk"
 include: "workflow/rules/solve.smk"
+include: "workflow/rules/private.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 

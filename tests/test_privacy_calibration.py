@@ -109,10 +109,16 @@ def test_dp_sgd_without_replacement():
     with pytest.raises(ValueError, match="accountant"):
         privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, sampling="without_replacement",
                                  accountant="pld")
-    # Poisson under replace-one is PLD's alone (tests/test_privacy_neighbouring.py)
-    with pytest.raises(ValueError, match="accountant"):
-        privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, relation="replace_one",
-                                 accountant="rdp")
+    # Poisson under replace-one: the sampled event is PLD's alone
+    # (tests/test_privacy_neighbouring.py); asked for RDP, the steps are accounted
+    # as unsampled Gaussians of sensitivity 2C (no amplification), never less noise
+    rdp_cal = privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, relation="replace_one",
+                                       accountant="rdp")
+    unsampled = dp_event.GaussianDpEvent(rdp_cal.noise_multiplier)
+    assert_tight(rdp_eps(unsampled, 1e-5, Rel.REPLACE_ONE, count=rdp_cal.steps), 2.0)
+    assert rdp_cal.noise_scales == pytest.approx(rdp_cal.noise_multiplier * 2.0)
+    pld_cal = privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, relation="replace_one")
+    assert rdp_cal.noise_scales > pld_cal.noise_scales
     with pytest.raises(ValueError, match="neighbouring"):
         privacy.calibrate_dp_sgd(n, batch, 2, 1.0, 2.0, 1e-5, sampling="without_replacement",
                                  relation="add_or_remove_one")

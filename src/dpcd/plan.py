@@ -42,7 +42,29 @@ PRIVATE_SMOOTHNESS_SOLVER = "dp_cd_p"
 Job = namedtuple("Job", "experiment solver stage chunk")
 
 # The solve stages of each search, in order; the last one's runs make the tables.
-SEARCH_STAGES = {"grid": ("grid",), "staged": ("screen", "confirm")}
+SEARCH_STAGES = {"grid": ("grid",), "staged": ("screen", "confirm"), "private": ("private",)}
+
+# search: private (issue 29): its settings' defaults (the schema's, tested equal)
+# and the distributions of K dp_accounting's RepeatAndSelectDpEvent accounts.
+PRIVATE_DEFAULTS = {
+    "mean": 10.0,
+    "distribution": "geometric",
+    "shape": None,
+    "score_fraction": 0.1,
+    "score_clip": None,
+    "score_noise": "laplace",
+    "selection_seeds": 10,
+}
+PRIVATE_DISTRIBUTIONS = ("poisson", "geometric", "logarithmic", "negative_binomial")
+# The solvers whose runs can be candidates (dpcd.sweep.private_run checks each
+# candidate's accounted event again when it runs), and why the others cannot.
+PRIVATE_CANDIDATES = ("dp_cd", "dp_gcd", "dp_scd", "dp_sgd", "primal_dp_scd")
+PRIVATE_REFUSED = {
+    "dp_cd_p": "its private smoothness estimate is a separate release shared by the "
+    "configurations of a seed, not part of one candidate's event",
+    "seq_dp_scd": "its Poisson batches are calibrated at a max_batch_size whose tail "
+    "is charged to delta, which repeat-and-select does not account",
+}
 
 # Measured cost of one pass over one data entry (a record x a feature, or a
 # non-zero of a sparse dataset), in ns, per solver: the slowest loss of the
@@ -130,6 +152,18 @@ def solver_entry(exp, name):
     return solver, entry, passes
 
 
+def grid_size(grid):
+    """Configurations of a solver entry's grid (axes: lists and geomspaces;
+    scalars are constants), per epsilon and passes."""
+    size = 1
+    for value in grid.values():
+        if isinstance(value, dict):
+            size *= int(value["geomspace"][2])
+        elif isinstance(value, list):
+            size *= len(value)
+    return size
+
+
 def data_spec(datasets, key, stage):
     """The params of data stage ``stage`` (generate, download, preprocess) for
     dataset ``key``: only the settings that stage reads."""
@@ -193,6 +227,8 @@ class Plan:
                     f"config: experiments.{name}.search: unknown value {search!r}; "
                     f"known: {sorted(SEARCH_STAGES)}"
                 )
+            if search == "private":
+                self._check_private(name, exp)
             if search == "staged" and exp["seeds"] < 2:
                 raise ValueError(
                     f"config: experiments.{name}.seeds: search staged screens on one "
@@ -219,6 +255,85 @@ class Plan:
                 f"{exp['dataset']!r}; known: {sorted(config['datasets'])}"
             )
         return exp
+
+    def private_settings(self, name):
+        """``search_private`` of experiment ``name``, defaults filled in."""
+        given = self.config["experiments"][name].get("search_private") or {}
+        return {**PRIVATE_DEFAULTS, **given}
+
+    def _check_private(self, name, exp):
+        """Refuse a ``search: private`` experiment that cannot run, before
+        anything runs, naming the setting (see :data:`PRIVATE_REFUSED`)."""
+        where = f"config: experiments.{name}"
+        given = exp.get("search_private") or {}
+        unknown = sorted(set(given) - set(PRIVATE_DEFAULTS))
+        if unknown:
+            raise ValueError(f"{where}.search_private: unknown settings {unknown}; "
+                             f"known: {sorted(PRIVATE_DEFAULTS)}")
+        settings = self.private_settings(name)
+        mean, dist, shape = settings["mean"], settings["distribution"], settings["shape"]
+        if isinstance(mean, bool) or not isinstance(mean, (int, float)) \
+                or not math.isfinite(mean) or mean < 1:
+            raise ValueError(f"{where}.search_private.mean: the mean number of candidates "
+                             f"must be a finite number >= 1 (dp_accounting's "
+                             f"repeat-and-select bounds need it), got {mean!r}")
+        if dist not in PRIVATE_DISTRIBUTIONS:
+            raise ValueError(f"{where}.search_private.distribution: unknown distribution "
+                             f"{dist!r}; known: {list(PRIVATE_DISTRIBUTIONS)}")
+        if dist == "negative_binomial":
+            if isinstance(shape, bool) or not isinstance(shape, (int, float)) \
+                    or not 0 < shape < math.inf:
+                raise ValueError(f"{where}.search_private.shape: distribution "
+                                 f"negative_binomial needs a shape in (0, inf), got {shape!r}")
+        elif shape is not None:
+            raise ValueError(f"{where}.search_private.shape: only distribution "
+                             f"negative_binomial takes a shape ({dist} fixes it), got {shape!r}")
+        f = settings["score_fraction"]
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < 1:
+            raise ValueError(f"{where}.search_private.score_fraction: must be in (0, 1) "
+                             f"(the share of epsilon the score's noise may spend), got {f!r}")
+        clip = settings["score_clip"]
+        if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float))
+                                 or not 0 < clip < math.inf):
+            raise ValueError(f"{where}.search_private.score_clip: must be a finite number "
+                             f"> 0 or null, got {clip!r}")
+        if settings["score_noise"] not in ("laplace", "gaussian"):
+            raise ValueError(f"{where}.search_private.score_noise: laplace or gaussian, "
+                             f"got {settings['score_noise']!r}")
+        seeds = settings["selection_seeds"]
+        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+            raise ValueError(f"{where}.search_private.selection_seeds: an integer >= 1, "
+                             f"got {seeds!r}")
+        if exp.get("validation_split", "fixed") != "fixed":
+            raise ValueError(f"{where}.validation_split: search private scores candidates "
+                             f"on the fixed split (per_seed redraws it per run seed)")
+        if self.config["report"].get("fresh_seeds"):
+            raise ValueError(
+                f"{where}.search: private releases the selected model itself (no fresh "
+                f"re-run of a configuration chosen on the data): set report.fresh_seeds "
+                f"to 0, or run the private experiments from a config of their own")
+        for solver in sorted(exp["solvers"]):
+            kind, grid, passes = solver_entry(exp, solver)
+            if kind in PRIVATE_REFUSED or kind not in PRIVATE_CANDIDATES:
+                reason = PRIVATE_REFUSED.get(
+                    kind, "it is not a private solver with an RDP account of its release"
+                    f" (candidates: {', '.join(PRIVATE_CANDIDATES)})")
+                raise ValueError(f"{where}.solvers.{solver}: {kind} cannot be a "
+                                 f"private-search candidate: {reason}")
+            relation = exp["privacy"].get("neighbouring", "replace_one")
+            if kind == "dp_scd" and relation == "replace_one" \
+                    and grid.get("sampling") != "without_replacement":
+                raise ValueError(
+                    f"{where}.solvers.{solver}: dp_scd's Poisson batches under "
+                    f"replace_one are accounted by PLD only and repeat-and-select needs "
+                    f"RDP: set sampling: without_replacement (RDP under replace_one) or "
+                    f"privacy.neighbouring: replace_special")
+            n = grid_size(grid)
+            if n < 2:
+                raise ValueError(
+                    f"{where}.solvers.{solver}: the grid has {n} configuration per epsilon "
+                    f"and passes; search private selects among >= 2 (each search draws "
+                    f"from the configurations of one epsilon and one passes)")
 
     @property
     def experiments(self):
@@ -249,6 +364,9 @@ class Plan:
         if exp.get("validation_split", "fixed") != "fixed":
             # only when set: the specs (and finished jobs) of fixed splits are unchanged
             spec["validation_split"] = exp["validation_split"]
+        if stage == "private":  # one job per selection seed
+            spec.update(stage=stage, search_private={
+                **self.private_settings(experiment), "select_by": exp["select_by"]})
         if stage == "screen":
             spec.update(stage=stage, seeds=1)
         elif stage == "confirm":
@@ -391,12 +509,15 @@ class Plan:
                 rest *= len(value)
         if stage == "confirm":
             rest = min(rest, exp["search_keep"])
+        if stage == "private":  # K candidates on average, one search per selection seed
+            settings = self.private_settings(experiment)
+            rest = math.ceil(settings["mean"]) * settings["selection_seeds"]
         return [k for _ in range(n_eps) for k in passes for _ in range(rest)]
 
     def _hours(self, experiment, solver, stage, passes):
         """Core-hours of configurations with these passes, on the stage's seeds."""
         exp = self.experiment(experiment)
-        seeds = 1 if stage == "screen" else exp["seeds"]
+        seeds = 1 if stage in ("screen", "private") else exp["seeds"]
         entries, _ = self.dataset_entries(exp["dataset"])
         ns = self.step_cost_ns(experiment, solver) * entries * seeds * sum(passes)
         return ns / 3.6e12
@@ -412,6 +533,8 @@ class Plan:
         ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.grid cuts
         them) that no job's estimate exceeds it; never more chunks than
         configurations for the bound (a configuration's seeds run in one job)."""
+        if stage == "private":  # chunk k runs the searches of selection seed k
+            return self.private_settings(experiment)["selection_seeds"]
         chunks = self.experiment(experiment)["chunks"]
         bound = self.config.get("chunk_core_hours")
         if not bound:

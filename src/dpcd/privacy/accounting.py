@@ -21,6 +21,16 @@ cached (a sweep asks for the same (n, passes, ε, δ) thousands of times):
 ``("wor_gaussian", n, batch_size, steps)``
     ``SelfComposed(SampledWithoutReplacement(n, batch_size, Gaussian(z)),
     steps)``, fixed-size batches drawn without replacement.
+``("pure_pair", steps)``
+    ``steps`` iterations of two pure ε′-DP releases with ε′ = 1/z (DP-GCD's
+    report-noisy-max selection and Laplace gradient entry):
+    ``Composed(SelfComposed(RandomizedResponse(2/(1+e^ε′), 2), steps),
+    SelfComposed(Laplace(z), steps))``. Every ε′-DP mechanism is a
+    post-processing of binary randomized response with parameter ε′ (Kairouz,
+    Oh, Viswanath 2015), so its Rényi divergences are at most the latter's
+    (the composition :mod:`dpcd.privacy.gcd` calls ``"rdp"``); replace-one
+    only (dp_accounting's RDP accountant accounts randomized response under
+    ``REPLACE_ONE``), RDP only.
 
 Neighbouring relations and sensitivity normalisation
 ----------------------------------------------------
@@ -140,6 +150,14 @@ def make_event(spec: tuple, z: float):
         return dp_event.SelfComposedDpEvent(
             dp_event.PoissonSampledDpEvent(float(q), dp_event.GaussianDpEvent(z)), int(steps)
         )
+    if kind == "pure_pair":
+        eps_step = 1.0 / z
+        rr = 0.0 if eps_step > 700.0 else 2.0 / (1.0 + math.exp(eps_step))
+        return dp_event.ComposedDpEvent([
+            dp_event.SelfComposedDpEvent(dp_event.RandomizedResponseDpEvent(rr, 2),
+                                         int(spec[1])),
+            dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(z), int(spec[1])),
+        ])
     if kind == "wor_gaussian":
         _, n, batch, steps = spec
         return dp_event.SelfComposedDpEvent(
@@ -173,6 +191,11 @@ def accountant_relation(spec: tuple, relation: str, kind: str):
                 "pld accountant only"
             )
         return RELATIONS[relation]
+    if event_kind == "pure_pair":
+        if relation != "replace_one" or kind != "rdp":
+            raise ValueError("relation: pure-DP pairs (DP-GCD) are accounted under "
+                             "replace_one by the rdp accountant only")
+        return "REPLACE_ONE"
     if event_kind == "wor_gaussian":
         if relation != "replace_one":
             raise ValueError(

@@ -29,8 +29,9 @@ Sensitivities per solver and relation (ℓ2 unless stated):
   Add-or-remove-one or the zero record (Poisson sampling): sensitivity C.
   Replace-one: sensitivity 2·C; with Poisson sampling only the PLD accountant
   accounts it and its noise unit is the radius C (σ = z·C, see
-  :func:`dpcd.privacy.accounting.sensitivity_unit`; above PLD's ε limit
-  unsampled Gaussians of sensitivity 2C, without amplification), with
+  :func:`dpcd.privacy.accounting.sensitivity_unit`; above PLD's ε limit,
+  or with ``accountant="rdp"``, unsampled Gaussians of sensitivity 2C,
+  without amplification), with
   fixed-size batches without replacement the RDP accountant's unit is the
   sensitivity (σ = z·2C).
 * DP-SCD (dual, Lemma 1): the [α; v] update of one mini-batch, rows of X of
@@ -357,14 +358,16 @@ def _sampled_spec(n, batch_size, steps, sampling):
     return ("wor_gaussian", n, batch_size, steps)
 
 
-def _accounted_spec(spec, epsilon, relation):
+def _accounted_spec(spec, epsilon, relation, accountant="auto"):
     """``spec``, or, for a Poisson-sampled release under replace-one above
-    PLD's ε limit (PLD being the only accountant of the sampled event there),
-    the same steps as unsampled Gaussians of the full replace-one sensitivity:
-    a valid bound that forgoes amplification by sampling (coupling the two
-    datasets' draws, each step's sums differ by at most the sensitivity)."""
+    PLD's ε limit or with ``accountant="rdp"`` (PLD being the only accountant
+    of the sampled event under replace-one), the same steps as unsampled
+    Gaussians of the full replace-one sensitivity: a valid bound that forgoes
+    amplification by sampling (coupling the two datasets' draws, each step's
+    sums differ by at most the sensitivity). The RDP form is what private
+    hyperparameter search composes (:mod:`dpcd.sweep.private_run`)."""
     if (spec[0] == "poisson_gaussian" and relation == "replace_one"
-            and epsilon > accounting.PLD_MAX_EPSILON):
+            and (epsilon > accounting.PLD_MAX_EPSILON or accountant == "rdp")):
         return ("gaussian", spec[-1])
     return spec
 
@@ -410,7 +413,8 @@ def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="pois
     check_choice(sampling, "sampling", SAMPLINGS)
     relation = resolve_relation(relation, "dp_sgd", sampling)
     steps = int(math.ceil(passes * n / batch_size))
-    spec = _accounted_spec(_sampled_spec(n, batch_size, steps, sampling), epsilon, relation)
+    spec = _accounted_spec(_sampled_spec(n, batch_size, steps, sampling), epsilon, relation,
+                           accountant)
     z, achieved, used = _sampled_calibration(spec, epsilon, delta, accountant, relation)
     # one record's clipped gradient lies in the ball of radius C around 0
     sens = clip if relation in ("add_or_remove_one", "replace_special") else 2.0 * clip
@@ -432,7 +436,8 @@ def _sampled_mechanism(name, spec, relation, z, sens, steps, sampling, q, note, 
     the sensitivity, and, when the two differ, the accounted event's z."""
     unit = accounting.sensitivity_unit(spec, relation)
     if spec[0] == "gaussian" and sampling != "none":
-        note += f"; accounted without amplification by sampling (epsilon > {accounting.PLD_MAX_EPSILON:g})"
+        note += ("; accounted without amplification by sampling (rdp accountant, or "
+                 f"epsilon > {accounting.PLD_MAX_EPSILON:g})")
     if unit != 1.0:
         note += (f"; dp_accounting PLD REPLACE_ONE event multiplier z={z:.6g} is relative "
                  f"to one record's contribution ({unit:g} x the sensitivity)")

@@ -12,8 +12,10 @@ from dpcd.report.figures import quasi_sparsity_alpha
 def nonprivate_inputs(runs):
     """Every non-private input of a sweep's runs (column ``nonprivate_inputs``),
     sorted, with ``hyperparameter_selection``: selecting hyperparameters on the
-    private data is itself not private."""
-    names = {"hyperparameter_selection"}
+    private data is itself not private, unless every run is the release of a
+    private search (``role`` released: its selection is inside its ε)."""
+    private = "role" in runs and len(runs) and runs["role"].eq("released").all()
+    names = set() if private else {"hyperparameter_selection"}
     for value in runs["nonprivate_inputs"].dropna().unique():
         names.update(filter(None, value.split(",")))
     return sorted(names)

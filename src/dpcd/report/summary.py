@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dpcd.report.fresh import pair_cell
+from dpcd.report.private import private_markdown  # noqa: F401 (the summary's section)
 from dpcd.report.tables import RELATION, pivot_markdown, with_relation
 
 KEY = ["experiment", "solver", "passes"]

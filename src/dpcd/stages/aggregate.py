@@ -137,7 +137,7 @@ def cmd_summary(args):
     if args.lambda_table:
         text += s.lambda_summary_markdown(pd.read_csv(args.lambda_table))
     ingests = [read_json(path)["ingest"] for path in args.ingests or []]
-    text += s.overhead_markdown(overhead, ingests) + search_markdown(timings)  # staged: what ran
+    text += s.overhead_markdown(overhead, ingests) + search_markdown(timings) + s.private_markdown(tables)
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
                              metrics=summary_metrics(table, published, overhead, ingests))

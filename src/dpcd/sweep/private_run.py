@@ -1,0 +1,326 @@
+"""``search: private`` in the workflow: one selection seed's private searches.
+
+For each (epsilon, passes) of a solver entry, one private search (Papernot &
+Steinke 2022; :mod:`dpcd.privacy.selection`) on the experiment's problem:
+
+1. every configuration of the grid at that (epsilon, passes) is a possible
+   candidate; its training event is read off its calibration under the RDP
+   accountant (:func:`candidate_spec`: one Gaussian optimisation mechanism,
+   the ``dp_accounting`` event the calibration accounted, or a refusal with
+   the reason);
+2. :func:`dpcd.privacy.selection.calibrate_selection` splits the target
+   between training and score and finds the training's per-candidate ε;
+3. K and K configurations are drawn from the search's seed only
+   (:func:`dpcd.sweep.private_search.draw_search`; the seed is the selection
+   seed and the cell's identity, never the data);
+4. each candidate runs as the sweep runs a configuration (its algorithm's
+   ``run`` with the calibrated budget, its own stream), its ledger checked
+   against the accounted event (noise never below), then its noisy score
+   (:func:`score_mechanism`);
+5. the candidate with the best noisy score is released; its ledger is the
+   whole release (``RepeatAndSelectDpEvent``, its ε end to end) and lists no
+   ``hyperparameter_selection``.
+
+The relative error to F* and the held-out metrics of the released model are
+the researcher's evaluation of it (they read the data without noise) and are
+not part of the release.
+"""
+
+import math
+import time as clock
+
+import numpy as np
+
+from dpcd import algorithms
+from dpcd.algorithms import Budget
+from dpcd.privacy import accounting, selection
+from dpcd.sweep.grid import config_id, configurations, run_entropy, run_identity, run_seed
+from dpcd.sweep.private_search import SearchSettings, candidate_entropy, draw_search
+from dpcd.sweep.run import (
+    ConfigRecord,
+    _holdout,
+    _holdout_columns,
+    _stack_rows,
+    _tidy_rows,
+    epsilons_of,
+    nonprivate_inputs,
+    resolve_delta,
+    support_counts,
+)
+from dpcd.sweep.problem import SeedProblems
+
+#: Prefix of the released runs' config_id,
+#: ``private_search_<solver entry>_eps<epsilon>_passes<passes>``: the tables'
+#: one "configuration" per (solver, epsilon, passes), its seeds the selection
+#: seeds (its hyperparameter columns: each selection seed's released ones).
+#: Unique per cell, as the tables key runs by (solver, config_id, seed_index).
+RELEASED_ID = "private_search"
+
+
+def released_id(solver, epsilon, passes):
+    """config_id of the released runs of solver entry ``solver`` at one cell."""
+    return f"{RELEASED_ID}_{solver}_eps{float(epsilon):g}_passes{float(passes):g}"
+
+# B when search_private.score_clip is null: the loss of the zero model on a
+# unit label for the workflow's datafits (squares has no 1/2), a constant.
+DEFAULT_SCORE_CLIP = {"squares": 1.0, "logistic": math.log(2.0), "hinge": 1.0}
+
+
+def candidate_spec(ledger, n_samples):
+    """The ``dp_accounting`` spec (:mod:`dpcd.privacy.accounting`) of a
+    calibrated training, from its ledger, and its noise multiplier.
+
+    Raises ``ValueError`` with the reason when the training is not one
+    Gaussian release accounted by RDP at the ledger's δ (then repeat-and-select
+    cannot compose it). The spec is checked to be the event the calibration
+    accounted: its ``dp_accounting`` repr equals the ledger's budget line.
+    """
+    if ledger is None:
+        raise ValueError("a non-private run cannot be a private-search candidate")
+    if [m.kind for m in ledger.mechanisms] == ["report_noisy_max", "laplace"]:
+        return _pure_pair_spec(ledger)
+    if len(ledger.mechanisms) != 1 or len(ledger.budget) != 1:
+        raise ValueError(f"{ledger.algorithm}: {len(ledger.mechanisms)} mechanisms and "
+                         f"{len(ledger.budget)} budget lines; a candidate needs one training "
+                         "event")
+    m, line = ledger.mechanisms[0], ledger.budget[0]
+    if m.kind != "gaussian" or line.accountant != "rdp":
+        raise ValueError(f"{ledger.algorithm}: its {m.kind} release is accounted by "
+                         f"{line.accountant}; a candidate needs a Gaussian event under RDP")
+    if line.delta != ledger.delta:
+        raise ValueError(f"{ledger.algorithm}: part of delta is charged outside the "
+                         "accounted event (a tail), which repeat-and-select does not account")
+    if line.dp_event.startswith("SelfComposedDpEvent(event=GaussianDpEvent"):
+        spec = ("gaussian", m.count)
+    elif m.sampling == "poisson":
+        spec = ("poisson_gaussian", m.sampling_rate, m.count)
+    elif m.sampling == "without_replacement":
+        spec = ("wor_gaussian", n_samples, int(round(m.sampling_rate * n_samples)), m.count)
+    else:
+        raise ValueError(f"{ledger.algorithm}: unknown event {line.dp_event}")
+    z = m.noise_multiplier / accounting.sensitivity_unit(spec, ledger.neighbouring)
+    if repr(accounting.make_event(spec, z)) != line.dp_event:
+        raise ValueError(f"{ledger.algorithm}: derived event {spec} at z={z} is not the "
+                         f"accounted one, {line.dp_event}")
+    return spec, z
+
+
+def _pure_pair_spec(ledger):
+    """DP-GCD's T iterations of an ε′-DP selection and an ε′-DP Laplace entry
+    (``("pure_pair", T)``, z = 1/ε′), when its ledger says so: the correct
+    selection scale (no ``invalid_bound``), the RDP composition, one budget
+    line whose ε is that of the rebuilt event."""
+    select, grad = ledger.mechanisms
+    line = ledger.budget[0] if len(ledger.budget) == 1 else None
+    if "invalid_bound" in ledger.caveats:
+        raise ValueError(f"{ledger.algorithm}: the paper's selection scale is no valid "
+                         "bound (invalid_bound); a candidate needs mode correct")
+    if line is None or line.accountant != "rdp" or not line.dp_event.endswith(", rdp"):
+        raise ValueError(f"{ledger.algorithm}: its pure-DP steps are composed by "
+                         f"{line and line.accountant}; a candidate needs the rdp composition")
+    if select.count != grad.count or ledger.neighbouring != "replace_one":
+        raise ValueError(f"{ledger.algorithm}: not T pairs of releases under replace_one")
+    spec, z = ("pure_pair", grad.count), grad.noise_multiplier
+    if not math.isclose(select.noise_multiplier, 2.0 * z, rel_tol=1e-12):
+        raise ValueError(f"{ledger.algorithm}: selection scale {select.noise_multiplier} is "
+                         f"not the eps_step-DP one, 2/eps_step = {2.0 * z}")
+    rebuilt = accounting.epsilon_of(spec, z, ledger.delta, "rdp", "replace_one")
+    if not math.isclose(rebuilt, line.epsilon_achieved, rel_tol=1e-9):
+        raise ValueError(f"{ledger.algorithm}: rebuilt event gives epsilon {rebuilt}, the "
+                         f"ledger {line.epsilon_achieved}")
+    return spec, z
+
+
+def score_mechanism(problem, select_by, noise, clip=None):
+    """The candidates' score on the workflow's problem.
+
+    ``last_objective``: the training objective with each record's loss
+    clipped to B, ``(1/n) Σ min(ℓ_i(w), B) + R(w)`` (sensitivity B/n);
+    ``validation``: accuracy on the validation rows (1/n_val) for
+    classification, their squared error clipped to B (B/n_val) for squares.
+    """
+    if select_by == "last_objective":
+        b = DEFAULT_SCORE_CLIP[problem.loss] if clip is None else float(clip)
+        return selection.ScoreMechanism("last_objective", "loss", noise, problem.n_samples, b)
+    if problem.X_val is None:
+        raise ValueError("select_by: validation needs a variant with a validation split")
+    if problem.loss == "squares":
+        b = 1.0 if clip is None else float(clip)
+        return selection.ScoreMechanism("validation", "squared_error", noise,
+                                        len(problem.y_val), b)
+    return selection.ScoreMechanism("validation", "accuracy", noise, len(problem.y_val))
+
+
+def score_value(problem, score, w):
+    """The exact score of the final iterate ``w`` (before noise). A diverged
+    model's losses count as B and its penalty as infinite (never selected
+    over a finite one); the sensitivity is unchanged."""
+    w = np.asarray(w, dtype=np.float64)
+    if score.metric == "accuracy":
+        margin = np.asarray(problem.X_val @ w).ravel()
+        return score.value(np.where(margin >= 0, 1.0, -1.0) == problem.y_val)
+    if score.metric == "squared_error":
+        r = np.asarray(problem.X_val @ w).ravel() - problem.y_val
+        losses = r * r
+    else:
+        losses = problem.datafit.loss(problem.y, np.asarray(problem.X @ w).ravel())
+    losses = np.where(np.isnan(losses), score.clip, losses)
+    penalty = 0.0
+    if score.metric == "loss":
+        penalty = float(problem.penalty.value(w)) if np.all(np.isfinite(w)) else math.inf
+    return score.value(losses, penalty)
+
+
+def search_seed(spec, selection_seed, epsilon, passes):
+    """The integer seed of one cell's search: the selection seed and the cell's
+    identity (experiment, solver, epsilon, passes), so cells draw independently."""
+    identity = run_identity(spec["experiment"], {"solver": spec["solver"],
+                                                 "epsilon": float(epsilon), "passes": passes},
+                            stream="private_search")
+    return int(np.random.SeedSequence(run_entropy(selection_seed, identity)).generate_state(1)[0])
+
+
+def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
+    """Selection seed ``chunk``'s private searches of one solver entry.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        The released runs' rows (config_id :func:`released_id`, seed_index =
+        ``chunk``, column ``k``: candidates run, ``role``: released).
+    records : list of (ConfigRecord, dict)
+        Every candidate's run and the released one, with their MLflow tags.
+    """
+    settings = spec["search_private"]
+    name = spec.get("adapter", spec["solver"])
+    algorithm = algorithms.get(name)
+    delta = resolve_delta(spec["privacy"], problem.n_samples)
+    neighbouring = spec["privacy"].get("neighbouring", "replace_one")
+    if spec["privacy"].get("noise", "fast") != "fast":
+        raise ValueError("privacy.noise: search private runs with noise fast only")
+    selection_seed = run_seed(spec["base_seed"], chunk)
+    search = SearchSettings(
+        k_mean=float(settings["mean"]), k_distribution=settings["distribution"],
+        shape=settings["shape"], score_fraction=float(settings["score_fraction"]),
+        select_by=settings.get("select_by", "last_objective"),
+        score_noise=settings["score_noise"], score_clip=settings["score_clip"]).checked()
+    score = score_mechanism(problem, search.select_by, search.score_noise, search.score_clip)
+    cells = {}
+    for config in configurations(spec["solver"], spec["grid"], spec["passes"],
+                                 epsilons_of(spec["privacy"])):
+        cells.setdefault((config["epsilon"], config["passes"]), []).append(config)
+    rows, records = [], []
+    for (epsilon, passes), configs in cells.items():
+        released = _search(spec, algorithm, problem, configs, search, score, epsilon, passes,
+                           delta, neighbouring, search_seed(spec, selection_seed, epsilon, passes),
+                           f_star, w_star, records)
+        if released is not None:
+            rows.append(_released_rows(spec, released, chunk, selection_seed, delta, problem))
+    from dpcd.sweep.run import _empty_table
+
+    table = _stack_rows(rows) if rows else _empty_table().assign(role=[], k=[])
+    return table, records
+
+
+def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, delta,
+            neighbouring, seed, f_star, w_star, records):
+    """One cell's search; appends its runs to ``records``; the released one."""
+    specs, relations = {}, set()
+    for config in configs:
+        cal = algorithm.calibrate(problem, config, Budget(epsilon, delta, "rdp", neighbouring))
+        specs[config_id(config)] = candidate_spec(cal.ledger, problem.n_samples)[0]
+        relations.add(cal.ledger.neighbouring)
+    if len(relations) != 1:
+        raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
+    relation = relations.pop()
+    cal = selection.calibrate_selection(
+        list(specs.values()), epsilon, delta, search.k_mean, search.shape,
+        search.score_fraction, search.score_noise, relation)
+    cal = _aligned(cal, algorithm, problem, configs, delta, neighbouring, search, relation)
+    k, drawn = draw_search(configs, search, seed, epsilon, delta)
+    budget = Budget(cal.train_epsilon, delta, "rdp", neighbouring)
+    best = None
+    for index, config in enumerate(drawn):
+        fit_ss, score_ss = np.random.SeedSequence(candidate_entropy(
+            seed, search, epsilon, delta, len(configs), index, config)).spawn(2)
+        start = int(clock.time() * 1000)
+        result, ledger = algorithm.run(problem, config,
+                                       [int(x) for x in fit_ss.generate_state(4)], budget)
+        accounted = specs[config_id(config)]
+        got, z = candidate_spec(ledger, problem.n_samples)
+        if got != accounted or z < cal.train_multipliers[accounted] * (1 - 1e-12):
+            raise RuntimeError(f"candidate trained with {got} at z={z}; the selection "
+                               f"accounted {accounted} at {cal.train_multipliers[accounted]}")
+        for item in problem.nonprivate_inputs:
+            ledger = ledger.add_nonprivate_input(item)
+        noisy = score.noisy(score_value(problem, score, result.w), cal.score_multiplier,
+                            np.random.default_rng(score_ss))
+        record = _record(config, config_id(config), result, ledger, problem, f_star, start)
+        tags = {"role": "candidate", "dpcd.search": "private", "dpcd.candidate": str(index),
+                "dpcd.candidates": str(k), "privacy.released": "false"}
+        records.append((record, tags))
+        if best is None or (noisy > best[0] if score.higher_is_better else noisy < best[0]):
+            best = (noisy, config, result, ledger, record)
+    if best is None:  # K = 0 (Poisson): nothing is released
+        return None
+    noisy, config, result, ledger, record = best
+    whole = selection.selection_ledger(cal, score, ledger, k, search.k_distribution,
+                                       algorithm=f"private_search({spec['solver']})")
+    out = ConfigRecord(config, released_id(spec["solver"], epsilon, passes), record.status,
+                       record.objective, record.rel_error,
+                       record.time, [whole], record.holdout, record.start_ms, record.end_ms)
+    tags = {"role": "released", "dpcd.search": "private", "dpcd.candidates": str(k),
+            "dpcd.released_config_id": config_id(config), "privacy.released": "true",
+            "privacy.noisy_score": repr(noisy)}
+    records.append((out, tags))
+    support = support_counts(result.w, w_star) if w_star is not None else None
+    return out, result, k, noisy, support
+
+
+def _aligned(cal, algorithm, problem, configs, delta, neighbouring, search, relation):
+    """``cal`` with each training's noise multiplier the one the algorithm's own
+    calibration gives at ``cal.train_epsilon`` (DP-GCD searches its ε′ itself,
+    a few 1e-9 from the selection's search) and the total recomputed from
+    them; ``train_epsilon`` lowered by 1e-6 (then 1e-5, ...) until the total
+    meets the target. Never more than the target: what runs is what is accounted."""
+    from dataclasses import replace
+
+    eps_t = cal.train_epsilon
+    for attempt in range(6):
+        zs = {}
+        for config in configs:
+            run_cal = algorithm.calibrate(problem, config,
+                                          Budget(eps_t, delta, "rdp", neighbouring))
+            spec, z = candidate_spec(run_cal.ledger, problem.n_samples)
+            zs[spec] = min(z, zs.get(spec, math.inf))
+        total = selection.selection_epsilon(list(zs.items()), cal.score_spec,
+                                            cal.score_multiplier, search.k_mean,
+                                            search.shape, delta, relation)
+        if total <= cal.epsilon:
+            return replace(cal, train_epsilon=eps_t, train_multipliers=zs,
+                           epsilon_achieved=total)
+        eps_t *= 1.0 - 1e-6 * 10**attempt
+    raise RuntimeError(f"the trainings' own calibrations overshoot the target {cal.epsilon}")
+
+
+def _record(config, cid, result, ledger, problem, f_star, start):
+    objective = np.asarray(result.objective, dtype=np.float64)[None, :]
+    status = "done" if np.all(np.isfinite(objective)) else "diverged"
+    holdout = _holdout(SeedProblems(problem, [0], "fixed"), [result.w])
+    return ConfigRecord(config, cid, status, objective, (objective - f_star) / abs(f_star),
+                        np.asarray([float(result.time)]), [ledger], holdout, start,
+                        int(clock.time() * 1000))
+
+
+def _released_rows(spec, released, chunk, selection_seed, delta, problem):
+    record, result, k, noisy, support = released
+    columns = _tidy_rows(spec, record.config, record.config_id, record.status, [selection_seed],
+                         record.objective, record.rel_error, record.time, record.ledgers,
+                         delta, result.passes_done)
+    _holdout_columns(columns, record.holdout, record.objective.shape[1])
+    columns["seed_index"] = np.full(record.objective.shape[1], chunk)
+    columns["nonprivate_inputs"] = nonprivate_inputs(problem, record.ledgers[0])
+    for i, name in enumerate(("nnz_correct", "nnz_incorrect")):
+        columns[name] = np.nan if support is None else float(support[i])
+    columns.update(role="released", k=k, noisy_score=noisy)
+    return columns

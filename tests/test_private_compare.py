@@ -1,0 +1,108 @@
+"""Issue 29, item 5: pairing the cells of a search: private run with the fresh
+tables of the same experiments tuned on the private data, the verdicts, the
+summary section and the figures (dpcd.report.private_compare, dpcd private-compare)."""
+
+import argparse
+
+import pandas as pd
+import pytest
+
+from dpcd.report import private_compare as pc
+from dpcd.stages.private import cmd_private_compare
+from dpcd.sweep.private_run import released_id
+
+
+def _fresh(rows):
+    return pd.DataFrame([{"solver": s, "epsilon": e, "passes": k, "neighbouring": rel,
+                          "config_id": "abc", "rel_error_mean": m / 2, "rel_error_std": 0.0,
+                          "fresh_rel_error_mean": m, "fresh_rel_error_std": 0.1 * m,
+                          "fresh_n_seeds": 10, "fresh_epsilon_achieved": e, **extra}
+                         for s, e, k, rel, m, extra in rows])
+
+
+def _private(rows):
+    return pd.DataFrame([{"solver": s, "epsilon": e, "passes": k, "neighbouring": rel,
+                          "config_id": released_id(s, e, k), "rel_error_mean": m,
+                          "rel_error_std": 0.2 * m, "n_seeds": 10, "epsilon_achieved": e,
+                          **extra} for s, e, k, rel, m, extra in rows])
+
+
+R1 = "replace_one"
+
+
+@pytest.fixture
+def tables():
+    baseline = {
+        "cal": _fresh([("dp_cd", 1.0, 2, R1, 0.1, {}), ("dp_sgd", 1.0, 2, R1, 0.3, {}),
+                       ("dp_cd", 1.0, 10, R1, 0.05, {}), ("dp_sgd", 1.0, 10, R1, 0.04, {})]),
+        "cal_aor": _fresh([("dp_sgd", 1.0, 2, "add_or_remove_one", 0.2, {})]),
+        "phish": _fresh([(s, 0.1, 10, "replace_special", 0.5,
+                          {"fresh_test_metric_median": acc})
+                         for s, acc in (("dp_scd", 0.9), ("dp_sgd", 0.8))]),
+    }
+    holdout = {"metric": "accuracy", "test_metric_q25": 0.6, "test_metric_q75": 0.9}
+    private = {
+        "cal": _private([("dp_cd", 1.0, 2, R1, 0.2, {}), ("dp_sgd", 1.0, 2, R1, 5.0, {}),
+                         ("dp_cd", 1.0, 10, R1, 0.1, {}), ("dp_sgd", 1.0, 10, R1, 9.0, {})]),
+        "cal_aor": _private([("dp_sgd", 1.0, 2, "add_or_remove_one", 0.15, {})]),
+        "phish": _private([("dp_scd", 0.1, 10, "replace_special", 0.6,
+                            {**holdout, "test_metric_median": 0.7}),
+                           ("dp_sgd", 0.1, 10, "replace_special", 0.6,
+                            {**holdout, "test_metric_median": 0.75})]),
+    }
+    return baseline, private
+
+
+def test_cells_paired_and_verdicts(tables):
+    table = pc.comparison_table(*tables)
+    assert len(table) == 4 + 1 + 2
+    assert set(table["paper"]) == {"DP-CD Table 2", "DP-SCD Figure 1"}
+    aor = table[table["solver"] == "dp_sgd (aor)"].iloc[0]
+    assert aor["experiment"] == "cal" and aor["neighbouring"] == "add_or_remove_one"
+    verdicts = pc.conclusions(table).set_index(["experiment", "passes", "comparison"])
+    # pass 2: DP-CD wins both ways; pass 10: DP-SGD won tuned on data, loses privately
+    assert verdicts.loc[("cal", 2, "dp_cd vs dp_sgd"), "survives"]
+    assert not verdicts.loc[("cal", 10, "dp_cd vs dp_sgd"), "survives"]
+    assert verdicts.loc[("cal", 10, "dp_cd vs dp_sgd"), "private_winner"] == "dp_cd"
+    # against DP-SGD under add-or-remove: DP-CD won, then lost
+    row = verdicts.loc[("cal", 2, "dp_cd vs dp_sgd (aor)")]
+    assert row["nonprivate_winner"] == "dp_cd" and row["private_winner"] == "dp_sgd (aor)"
+    # DP-SCD Figure 1 on accuracy (higher wins): 0.9 > 0.8, then 0.7 < 0.75
+    fig1 = verdicts.loc[("phish", 10, "dp_scd vs dp_sgd")]
+    assert fig1["nonprivate_winner"] == "dp_scd" and fig1["private_winner"] == "dp_sgd"
+
+
+def test_command_writes_section_and_figures(tables, tmp_path):
+    baseline, private = tables
+    (tmp_path / "fresh").mkdir()
+    (tmp_path / "tables").mkdir()
+    for name, table in baseline.items():
+        table.to_csv(tmp_path / "fresh" / f"{name}.csv", index=False)
+    for name, table in private.items():
+        table.to_csv(tmp_path / "tables" / f"{name}.csv", index=False)
+    summary = tmp_path / "summary.md"
+    summary.write_text("# Summary across experiments\n\nbody\n")
+    args = argparse.Namespace(baseline=tmp_path / "fresh", private=tmp_path / "tables",
+                              baseline_runs=None, private_runs=None,
+                              summary=summary, out=tmp_path / "private_tuning.csv",
+                              figures=tmp_path)
+    cmd_private_compare(args)
+    cmd_private_compare(args)  # again: the section replaces itself
+    text = summary.read_text()
+    assert text.startswith("# Summary across experiments\n\nbody\n")
+    assert text.count("## Private tuning against tuning on the private data") == 1
+    assert "DP-CD Table 2, dp_cd vs dp_sgd: 1 of 2" in text
+    assert (tmp_path / "private_tuning_dpcd_table_2.png").stat().st_size > 1000
+    assert (tmp_path / "private_tuning_dpscd_figure_1.png").stat().st_size > 1000
+    assert len(pd.read_csv(tmp_path / "private_tuning_conclusions.csv")) == 4
+
+
+def test_medians_from_the_runs(tables):
+    baseline, private = tables
+    runs = pd.DataFrame({"solver": "dp_cd", "epsilon": 1.0, "passes": 2, "pass": 2.0,
+                         "rel_error": [0.1, 0.2, 1e6], "seed_index": [0, 1, 2],
+                         "config_id": "x"})
+    table = pc.comparison_table(baseline, private, private_runs={"cal": runs})
+    cell = table[(table["solver"] == "dp_cd") & (table["passes"] == 2)].iloc[0]
+    assert cell["private_rel_error_median"] == pytest.approx(0.2)
+    assert "private_median" in pc.comparison_markdown(table, pc.conclusions(table))

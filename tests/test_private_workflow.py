@@ -1,0 +1,375 @@
+"""search: private in the workflow (issue 29), without Snakemake: the planner's
+settings and refusals, the candidates' events against dp-accounting computed
+independently (DP-CD, DP-SGD under replace-one and add-or-remove, DP-SCD
+without replacement, primal DP-SCD), the workflow score's sensitivity on
+neighbouring datasets, and the refusals of trainings repeat-and-select cannot
+compose (DP-CD-P, DP-GCD, seqDP-SCD, PLD-only events)."""
+
+import copy
+import math
+import os
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from dp_accounting import dp_event as ev
+from dp_accounting.rdp import rdp_privacy_accountant as rdp
+from snakemake.utils import validate
+
+from dpcd import algorithms, plan, privacy
+from dpcd.algorithms import Budget
+from dpcd.problems import make_problem
+from dpcd.sweep.private_run import (
+    candidate_spec,
+    released_id,
+    run_private_chunk,
+    score_mechanism,
+    score_value,
+)
+from dpcd.sweep.problem import SweepProblem
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA = os.path.join(REPO, "workflow", "schemas", "config.schema.yaml")
+REL = dp_accounting.NeighboringRelation
+
+CONFIG = {
+    "report": {"fresh_seeds": 0},
+    "datasets": {"d": {"source": "sparse_lasso",
+                       "params": {"n_samples": 50, "n_features": 5, "seed": 0}}},
+    "experiments": {"e": {
+        "dataset": "d", "problem": {"loss": "squares", "penalty": "l1", "alpha": 0.05},
+        "privacy": {"epsilon": [1.0, 2.0]}, "passes": [2, 3], "seeds": 2,
+        "search": "private", "search_private": {"selection_seeds": 3},
+        "solvers": {"dp_cd": {"step": [0.3, 1.0], "clip": [1.0]},
+                    "dp_sgd": {"step": [0.1, 1.0], "clip": [1.0]}}}},
+}
+
+
+def make(config):
+    config = copy.deepcopy(config)
+    validate(config, SCHEMA)
+    return plan.Plan(config)
+
+
+def with_setting(path, value):
+    config = copy.deepcopy(CONFIG)
+    node = config
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return config
+
+
+# --- the planner ---------------------------------------------------------------
+def test_defaults_are_the_schema_defaults():
+    with open(SCHEMA) as fh:
+        props = _find(yaml.safe_load(fh), "search_private")["properties"]
+    assert {k: v["default"] for k, v in props.items()} == plan.PRIVATE_DEFAULTS
+
+
+def _find(node, key):
+    if isinstance(node, dict):
+        if key in node:
+            return node[key]
+        for value in node.values():
+            found = _find(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def test_one_job_per_solver_and_selection_seed():
+    p = make(CONFIG)
+    jobs = p.jobs("e")
+    assert {j.stage for j in jobs} == {"private"}
+    assert sorted((j.solver, j.chunk) for j in jobs) == [
+        (s, k) for s in ("dp_cd", "dp_sgd") for k in range(3)]
+    assert p.job_path(jobs[0], ".parquet") == "results/runs/e/dp_cd/private/chunk0.parquet"
+    spec = p.solve_spec("e", "dp_cd", "private")
+    assert spec["stage"] == "private" and spec["chunks"] == 3
+    assert spec["search_private"] == {**plan.PRIVATE_DEFAULTS, "selection_seeds": 3,
+                                      "select_by": "last_objective"}
+    assert "estimated solve cost" in p.cost_summary()
+
+
+@pytest.mark.parametrize("path, value, named", [
+    (("search_private", "mean"), 0, "search_private.mean"),
+    (("search_private", "mean"), -2.0, "search_private.mean"),
+    (("search_private", "mean"), 0.5, "search_private.mean"),
+    (("search_private", "distribution"), "uniform", "search_private.distribution"),
+    (("search_private", "score_fraction"), 0.0, "search_private.score_fraction"),
+    (("search_private", "score_fraction"), 1.0, "search_private.score_fraction"),
+    (("search_private", "score_fraction"), 1.5, "search_private.score_fraction"),
+    (("search_private", "shape"), 2.0, "search_private.shape"),
+    (("search_private", "score_clip"), 0.0, "search_private.score_clip"),
+    (("search_private", "score_noise"), "cauchy", "search_private.score_noise"),
+    (("search_private", "selection_seeds"), 0, "search_private.selection_seeds"),
+    (("validation_split",), "per_seed", "validation_split"),
+])
+def test_bad_settings_refused_naming_them(path, value, named):
+    config = with_setting(("experiments", "e", *path), value)
+    with pytest.raises(ValueError, match=named.replace(".", r"\.")):
+        make(config)
+
+
+def test_negative_binomial_needs_a_shape():
+    config = with_setting(("experiments", "e", "search_private", "distribution"),
+                          "negative_binomial")
+    with pytest.raises(ValueError, match=r"search_private\.shape"):
+        make(config)
+    config["experiments"]["e"]["search_private"]["shape"] = 2.0
+    make(config)
+
+
+def test_grid_with_one_configuration_refused():
+    config = with_setting(("experiments", "e", "solvers", "dp_cd"), {"step": [1.0], "clip": [1.0]})
+    with pytest.raises(ValueError, match=r"solvers\.dp_cd: the grid has 1 configuration"):
+        make(config)
+
+
+def test_fresh_seeds_refused():
+    config = with_setting(("report", "fresh_seeds"), 3)
+    with pytest.raises(ValueError, match=r"experiments\.e\.search.*fresh_seeds"):
+        make(config)
+
+
+@pytest.mark.parametrize("solver, grid, reason", [
+    ("dp_cd_p", {"step": [0.1, 1.0], "clip": [1.0]}, "smoothness estimate"),
+    ("seq_dp_scd", {"clip": [0.1, 1.0], "batch_size": [5]}, "max_batch_size"),
+    ("cd", {"step": [0.1, 1.0]}, "not a private solver"),
+    ("dp_scd", {"clip": [0.1, 1.0], "batch_size": [5]}, "sampling: without_replacement"),
+])
+def test_solvers_that_cannot_be_candidates_refused_with_the_reason(solver, grid, reason):
+    config = copy.deepcopy(CONFIG)
+    config["experiments"]["e"]["solvers"] = {solver: grid}
+    if solver in ("dp_scd", "seq_dp_scd"):
+        config["experiments"]["e"]["problem"]["penalty"] = "l2"
+    with pytest.raises(ValueError, match=rf"solvers\.{solver}: .*{reason}"):
+        make(config)
+
+
+# --- candidates' events against dp-accounting ----------------------------------
+def _problem(n=60, p=5, loss="squares", penalty="l1", alpha=0.05, unit_rows=False,
+             unit_columns=False, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    if unit_rows or unit_columns:
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+    if unit_columns:  # primal DP-SCD: columns of norm <= 1
+        X /= math.sqrt(n)
+    y = X @ rng.standard_normal(p) + 0.1 * rng.standard_normal(n)
+    if loss != "squares":
+        y = np.where(y >= 0, 1.0, -1.0)
+    datafit, pen = make_problem(loss, penalty, alpha)
+    smooth = datafit.coordinate_smoothness(X) if loss != "hinge" else np.ones(p)
+    return SweepProblem(X=X, y=y, datafit=datafit, penalty=pen, smoothness=smooth,
+                        global_smoothness=datafit.global_smoothness(X),
+                        max_abs=np.abs(X).max(axis=0), loss=loss, alpha=alpha)
+
+
+def _spec(solver, grid, privacy_spec, passes=(2,), problem=None, **settings):
+    return {"experiment": "e", "solver": solver, "dataset": "d", "variant": "raw",
+            "problem": problem or {"loss": "squares", "penalty": "l1", "alpha": 0.05},
+            "privacy": privacy_spec, "grid": grid, "passes": list(passes), "seeds": 1,
+            "base_seed": 0, "chunks": 2, "stage": "private",
+            "search_private": {**plan.PRIVATE_DEFAULTS, "mean": 3.0, "selection_seeds": 2,
+                               "select_by": "last_objective", **settings}}
+
+
+def _independent_epsilon(training, relation, score_z, mean, shape, delta):
+    """dp-accounting alone: RepeatAndSelect(Composed(training, Laplace(score)))."""
+    acc = rdp.RdpAccountant(neighboring_relation=relation)
+    acc.compose(ev.RepeatAndSelectDpEvent(
+        ev.ComposedDpEvent([training, ev.LaplaceDpEvent(score_z)]), mean, shape))
+    return acc.get_epsilon(delta)
+
+
+def _released(records):
+    return [r for r, t in records if t["role"] == "released"]
+
+
+CASES = {
+    # name: (solver, grid, privacy, relation, problem kwargs, training event(z, n, p, passes))
+    "dp_cd": ("dp_cd", {"step": [0.3, 1.0], "clip": [0.5, 1.0]},
+              {"epsilon": 1.0, "delta": 1e-4}, REL.REPLACE_ONE, {},
+              lambda z, n, p, k: ev.SelfComposedDpEvent(ev.GaussianDpEvent(z), k * p)),
+    "dp_sgd_replace_one": (
+        "dp_sgd", {"step": [0.1, 1.0], "clip": [1.0], "batch_size": [6]},
+        {"epsilon": 1.0, "delta": 1e-4}, REL.REPLACE_ONE, {},
+        lambda z, n, p, k: ev.SelfComposedDpEvent(ev.GaussianDpEvent(z),
+                                                  math.ceil(k * n / 6))),
+    "dp_sgd_add_or_remove": (
+        "dp_sgd", {"step": [0.1, 1.0], "clip": [1.0], "batch_size": [6]},
+        {"epsilon": 1.0, "delta": 1e-4, "neighbouring": "add_or_remove_one"},
+        REL.ADD_OR_REMOVE_ONE, {},
+        lambda z, n, p, k: ev.SelfComposedDpEvent(
+            ev.PoissonSampledDpEvent(6 / n, ev.GaussianDpEvent(z)), math.ceil(k * n / 6))),
+    "dp_scd_without_replacement": (
+        "dp_scd", {"clip": [0.5, 1.0], "batch_size": [6], "sampling": "without_replacement"},
+        {"epsilon": 1.0, "delta": 1e-4}, REL.REPLACE_ONE,
+        {"penalty": "l2", "alpha": 0.1, "unit_rows": True},
+        lambda z, n, p, k: ev.SelfComposedDpEvent(
+            ev.SampledWithoutReplacementDpEvent(n, 6, ev.GaussianDpEvent(z)),
+            math.ceil(k * n / 6))),
+    "dp_gcd": ("dp_gcd", {"step": [0.3, 1.0], "clip": [1.0]},
+               {"epsilon": 1.0, "delta": 1e-4}, REL.REPLACE_ONE, {},
+               lambda z, n, p, k: ev.ComposedDpEvent([
+                   ev.SelfComposedDpEvent(
+                       ev.RandomizedResponseDpEvent(2 / (1 + math.exp(1 / z)), 2), k),
+                   ev.SelfComposedDpEvent(ev.LaplaceDpEvent(z), k)])),
+    "primal_dp_scd": (
+        "primal_dp_scd", {"clip": [0.5, 1.0], "batch_size": [2]},
+        {"epsilon": 1.0, "delta": 1e-4}, REL.REPLACE_ONE,
+        {"penalty": "l2", "alpha": 0.1, "unit_columns": True},
+        lambda z, n, p, k: ev.SelfComposedDpEvent(ev.GaussianDpEvent(z), math.ceil(k * p / 2))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_released_epsilon_is_dp_accounting_repeat_and_select(case):
+    """The released run's epsilon equals dp-accounting's RepeatAndSelectDpEvent
+    of the training event (built here from the algorithm's definition, not
+    from dpcd) and the score, never above the target; its noise is the one
+    accounted; its non-private inputs do not list hyperparameter_selection."""
+    solver, grid, privacy_spec, relation, kw, training = CASES[case]
+    problem = _problem(**kw)
+    spec = _spec(solver, grid, privacy_spec, problem={"loss": "squares",
+                 "penalty": kw.get("penalty", "l1"), "alpha": kw.get("alpha", 0.05)})
+    table, records = run_private_chunk(spec, 0, problem, f_star=1.0)
+    (released,) = _released(records)
+    ledger = released.ledgers[0]
+    sel = ledger.selection
+    train, score = ledger.mechanisms[-2:]  # DP-GCD: selection, gradient entry, score
+    n, p = problem.n_samples, problem.n_features
+    expected = _independent_epsilon(training(train.noise_multiplier, n, p, 2), relation,
+                                    score.noise_multiplier, 3.0, 1.0, 1e-4)
+    assert ledger.epsilon_achieved == pytest.approx(expected, rel=1e-9)
+    assert expected <= 1.0 + 1e-9 and expected > 0.9  # met, not far below
+    assert score.sensitivity == pytest.approx(1.0 / n)  # B = 1 for squares, no 1/2
+    assert "hyperparameter_selection" not in ledger.nonprivate_inputs
+    assert sel["k"] == len(records) - 1 == table["k"].iloc[0]
+    assert table["config_id"].unique().tolist() == [released_id(solver, 1.0, 2)]
+    assert table["epsilon_achieved"].unique().tolist() == [ledger.epsilon_achieved]
+    assert table["role"].unique().tolist() == ["released"]
+    if case == "dp_sgd_replace_one":  # no amplification: noise std z * 2C per step
+        assert train.sensitivity == 2.0 and train.sampling == "poisson"
+        assert train.noise_scale == pytest.approx(2.0 * train.noise_multiplier)
+        assert "without amplification" in train.note
+
+
+def test_dp_sgd_replace_one_rdp_calibration_is_dp_accounting():
+    """accountant rdp under replace-one: T unsampled Gaussians of sensitivity 2C,
+    epsilon what dp-accounting's RDP accountant gives for them (the sampled
+    event is PLD-only there); the Poisson kernel's coupled sums differ by <= 2C."""
+    cal = privacy.calibrate_dp_sgd(100, 10, 2, 0.5, 1.0, 1e-5, accountant="rdp",
+                                   relation="replace_one")
+    z = cal.ledger.mechanisms[0].noise_multiplier
+    acc = rdp.RdpAccountant(neighboring_relation=REL.REPLACE_ONE)
+    acc.compose(ev.SelfComposedDpEvent(ev.GaussianDpEvent(z), 20))
+    assert cal.epsilon_achieved == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    assert cal.epsilon_achieved <= 1.0
+    assert cal.noise_scales == pytest.approx(z * 2 * 0.5)
+    assert candidate_spec(cal.ledger, 100) == (("gaussian", 20), z)
+
+
+def test_same_selection_seed_same_release_other_seed_other_draws():
+    solver, grid, privacy_spec, *_ = CASES["dp_cd"]
+    problem = _problem()
+    spec = _spec(solver, grid, privacy_spec)
+    a, ra = run_private_chunk(spec, 0, problem, 1.0)
+    b, _ = run_private_chunk(spec, 0, problem, 1.0)
+    c, rc = run_private_chunk(spec, 1, problem, 1.0)
+    np.testing.assert_array_equal(a["objective"], b["objective"])
+    assert a["seed"].iloc[0] != c["seed"].iloc[0] and c["seed_index"].unique().tolist() == [1]
+    assert not np.array_equal(a["objective"], c["objective"])
+
+
+@pytest.mark.parametrize("solver, config, relation, accountant, reason", [
+    ("dp_gcd", {"step": 1.0, "clip": 1.0, "passes": 2}, "replace_one", "pld", "composed by"),
+    ("dp_gcd", {"step": 1.0, "clip": 1.0, "passes": 2}, "replace_one", "paper",
+     "invalid_bound"),
+    # auto: PLD, the only accountant of Poisson batches under replace-one
+    ("dp_sgd", {"step": 1.0, "clip": 1.0, "batch_size": 6, "passes": 2}, "replace_one",
+     "auto", "pld"),
+    ("seq_dp_scd", {"clip": 1.0, "batch_size": 6, "passes": 2}, "replace_special", "rdp",
+     "2 budget lines"),
+])
+def test_candidate_spec_refuses_what_repeat_and_select_cannot_compose(
+        solver, config, relation, accountant, reason):
+    kw = {"penalty": "l2", "alpha": 0.1, "unit_rows": True} if "scd" in solver else {}
+    problem = _problem(**kw)
+    cal = algorithms.get(solver).calibrate(
+        problem, {**config, "epsilon": 1.0}, Budget(1.0, 1e-4, accountant, relation))
+    with pytest.raises(ValueError, match=reason):
+        candidate_spec(cal.ledger, problem.n_samples)
+
+
+# --- the workflow's score ------------------------------------------------------
+@pytest.mark.parametrize("loss", ["squares", "logistic"])
+def test_score_sensitivity_on_replace_one_neighbours(loss):
+    """For a fixed released model, replacing one record moves the exact score by
+    at most B/n (clipped losses in [0, B]), even with an outlier record."""
+    problem = _problem(n=40, loss=loss)
+    score = score_mechanism(problem, "last_objective", "laplace")
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    for trial in range(50):
+        w = rng.standard_normal(problem.n_features) * 3
+        other = copy.copy(problem)
+        X, y = problem.X.copy(), problem.y.copy()
+        i = trial % problem.n_samples
+        X[i] = rng.standard_normal(problem.n_features) * 100
+        y[i] = -y[i] if loss != "squares" else 1e4
+        other.X, other.y = X, y
+        worst = max(worst, abs(score_value(problem, score, w) - score_value(other, score, w)))
+    assert worst <= score.sensitivity * (1 + 1e-12)
+    assert worst > 0.5 * score.sensitivity  # the bound is reached: the clip binds
+
+
+def test_dp_gcd_is_a_candidate():
+    """Its correct scale under the RDP composition (candidate_spec refuses the
+    paper's scale, invalid_bound, and the other compositions: tested above)."""
+    config = copy.deepcopy(CONFIG)
+    config["experiments"]["e"]["solvers"] = {"dp_gcd": {"step": [0.1, 1.0], "clip": [1.0]}}
+    assert len(make(config).jobs("e")) == 3
+
+
+def test_pure_pair_event_is_dp_gcd_rdp_composition():
+    """("pure_pair", T) at z = 1/eps_step is the event dpcd.privacy.gcd composes
+    as "rdp": the same epsilon, and DP-GCD's own step calibration lands on it."""
+    from dpcd.privacy import accounting, gcd
+
+    z, achieved, used = accounting.calibrate_multiplier(("pure_pair", 50), 1.0, 1e-5, "rdp",
+                                                        "replace_one")
+    assert used == "rdp" and achieved <= 1.0
+    assert gcd.gcd_epsilon(1 / z, 50, 1e-5, "rdp") == pytest.approx(achieved, rel=1e-12)
+    eps_step, _ = gcd._calibrate_step(50, 1.0, 1e-5, "rdp")
+    assert 1 / z == pytest.approx(eps_step, rel=1e-6)
+    with pytest.raises(ValueError, match="replace_one"):
+        accounting.accountant_relation(("pure_pair", 50), "add_or_remove_one", "rdp")
+
+
+def test_tables_keep_every_cell_of_a_validation_search():
+    """Released runs of two epsilons and two selection seeds, selected on
+    validation accuracy: the tables keep both epsilons (one cell each, its
+    seeds the selection seeds) and each cell's own hyperparameters."""
+    from dpcd.report.tables import summary_table
+
+    rng = np.random.default_rng(5)
+    problem = _problem(n=80, loss="logistic", penalty="l2", alpha=0.01)
+    X_val = rng.standard_normal((30, 5))
+    problem.X_val, problem.y_val = X_val, np.where(X_val @ np.ones(5) >= 0, 1.0, -1.0)
+    spec = _spec("dp_cd", {"step": [0.3, 1.0], "clip": [0.5, 1.0]},
+                 {"epsilon": [0.5, 2.0], "delta": 1e-4},
+                 problem={"loss": "logistic", "penalty": "l2", "alpha": 0.01},
+                 select_by="validation")
+    runs = pd.concat([run_private_chunk(spec, k, problem, 1.0)[0] for k in (0, 1)])
+    table = summary_table(runs, "validation")
+    assert sorted(table["epsilon"]) == [0.5, 2.0]
+    assert (table["n_seeds"] == 2).all() and table["metric"].eq("accuracy").all()
+    for row in table.itertuples():
+        assert row.config_id == released_id("dp_cd", row.epsilon, 2)
+        first = runs[(runs["epsilon"] == row.epsilon) & (runs["seed_index"] == 0)]
+        assert row.step == first["step"].iloc[0]

@@ -1,0 +1,32 @@
+# search: private (issue 29): one solve job per solver entry and selection seed
+# (chunk k = selection seed k) runs the private searches of every epsilon and
+# passes: K candidates drawn from the grid, each a private run with a noisy
+# score, the best released under repeat-and-select accounting. Its table holds
+# the released runs; its MLflow runs file every candidate (role=candidate) and
+# the released runs (role=released), which the aggregate job ingests.
+
+
+rule solve_private:
+    input:
+        data=processed_path,
+        smoothness=smoothness_path,
+        reference="results/reference/{experiment}.json",
+        warmup="results/.numba_cache/warmup.done",
+    output:
+        runs="results/runs/{experiment}/{solver}/private/chunk{chunk}.parquet",
+        mlflow_runs="results/runs/{experiment}/{solver}/private/chunk{chunk}.mlflow.jsonl.gz",
+        timing="results/runs/{experiment}/{solver}/private/chunk{chunk}.timing.json",
+    log:
+        "results/logs/solve/{experiment}/{solver}/private/chunk{chunk}.log",
+    benchmark:
+        "results/benchmarks/solve/{experiment}/{solver}/private/chunk{chunk}.tsv"
+    priority: sweep_priority
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        spec=lambda w: _json(PLAN.solve_spec(w.experiment, w.solver, "private")),
+    shell:
+        "dpcd solve-private --spec {params.spec:q} --chunk {wildcards.chunk}"
+        " --data {input.data} --smoothness {input.smoothness}"
+        " --reference {input.reference} --mlflow-runs {output.mlflow_runs}"
+        " --out {output.runs} --timing {output.timing} 2> {log}"
