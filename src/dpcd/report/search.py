@@ -1,5 +1,7 @@
 """The select stage of ``search: staged``: the best few configurations per
-(solver, epsilon, passes) by the paper's selection rule, on what the screen ran."""
+(solver, epsilon, passes) by the paper's selection rule, on what the screen
+(and refine) ran; the summary's account of what each stage ran; and
+:func:`replay_staged`, the staged selection replayed from an exhaustive run."""
 
 import pandas as pd
 
@@ -47,14 +49,22 @@ def search_markdown(timings):
     grid's configurations ran on how many seeds (from the solve jobs' ledgers).
     Empty when every experiment searched its whole grid (``search: grid``)."""
     rows = [{"experiment": t["experiment"], "stage": t.get("stage", "grid"),
-             "configurations": t["configurations"], "seeds": t.get("seeds")}
+             "solver": t.get("solver"), "configurations": t["configurations"],
+             "grid": t.get("grid_configurations"), "seeds": t.get("seeds")}
             for t in timings]
     if not any(row["stage"] != "grid" for row in rows):
         return ""
-    table = (pd.DataFrame(rows).groupby(["experiment", "stage", "seeds"], as_index=False)
-             ["configurations"].sum())
+    frame = pd.DataFrame(rows)
+    table = frame.groupby(["experiment", "stage", "seeds"], as_index=False)["configurations"].sum()
+    # the grid's size: one per solver (every job of a solver writes the same)
+    grid = (frame.groupby(["experiment", "stage", "solver"])["grid"].max()
+            .groupby(["experiment", "stage"]).sum(min_count=1).rename("grid").reset_index())
+    table = table.merge(grid, on=["experiment", "stage"], how="left")
+    table["of the grid"] = [
+        "" if pd.isna(g) or not g else f"{c / g:.1%} of {int(g)}"
+        for c, g in zip(table["configurations"], table["grid"])]
     table["runs"] = table["configurations"] * table["seeds"]
-    order = {"grid": 0, "screen": 1, "confirm": 2}
+    order = {"grid": 0, "screen": 1, "refine": 2, "confirm": 3}
     table = table.sort_values(["experiment", "stage"], key=lambda c: c.map(order)
                               if c.name == "stage" else c)
     return "\n".join([
@@ -62,9 +72,59 @@ def search_markdown(timings):
         "## Search",
         "",
         "Configurations of each experiment's grid run per stage (search: staged screens "
-        "every configuration on one seed, then confirms the kept ones on every seed):",
+        "the grid, or its coarse lattice of search_stride, on one seed, refines around "
+        "the best of a coarse screen on the same seed, then confirms the kept ones on "
+        "every seed):",
         "",
-        table[["experiment", "stage", "configurations", "seeds", "runs"]]
+        table[["experiment", "stage", "configurations", "of the grid", "seeds", "runs"]]
         .to_markdown(index=False),
         "",
     ])
+
+
+def replay_staged(runs, grids, select_by, keep, stride=1, refine=2):
+    """The staged search's selection, replayed from an exhaustive run.
+
+    A run's streams depend on its seed and configuration only (not on its
+    stage), so the screen and the refine of ``search: staged`` are the grid's
+    first-seed runs of their configurations, and its confirm the grid's runs
+    of the kept ones on every seed (tests/workflow/test_staged_search.py
+    checks both against the workflow).
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Tidy table of a ``search: grid`` run of one experiment (every seed).
+    grids : dict
+        Solver -> (configurations, grid): its configurations
+        (:func:`dpcd.sweep.grid.configurations`) and its grid entry.
+    select_by : {"last_objective", "validation"}
+    keep, stride, refine : int
+        ``search_keep``, ``search_stride``, ``search_refine``.
+
+    Returns
+    -------
+    kept : pandas.DataFrame
+        What the last select keeps (:func:`keep_best`): the confirm's configurations.
+    ran : dict
+        Stage -> number of configurations it runs.
+    """
+    from dpcd.sweep.grid import config_id
+    from dpcd.sweep.search import coarse_configurations, refine_configurations
+
+    first = runs[runs["seed_index"] == 0]
+    screen = {config_id(c) for configs, grid in grids.values()
+              for c in coarse_configurations(configs, grid, stride)}
+    ran = {"screen": len(screen)}
+    ids = screen
+    if stride > 1:
+        best = keep_best(first[first["config_id"].isin(screen)], select_by, refine)
+        fine = {config_id(c) for solver, (configs, grid) in grids.items()
+                for c in refine_configurations(
+                    configs, grid, stride,
+                    set(best.loc[best["solver"] == solver, "config_id"]))}
+        ran["refine"] = len(fine)
+        ids = screen | fine
+    kept = keep_best(first[first["config_id"].isin(ids)], select_by, keep)
+    ran["confirm"] = kept["config_id"].nunique()
+    return kept, ran
