@@ -152,7 +152,8 @@ def test_summary_says_what_ran(staged):
     selection = pd.read_csv(workdir / "results" / "selection" / "staged" / "screen.csv")
     lines = {tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
              if line.startswith("|")}
-    assert ("staged", "confirm", str(len(selection)), "4", str(4 * len(selection))) in lines
+    kept = len(selection)
+    assert ("staged", "confirm", str(kept), f"{kept / 58:.1%} of 58", "4", str(4 * kept)) in lines
     assert ("grid", "grid", "58", "100.0% of 58", "4", "232") in lines  # (25 + 4) x 2 passes
     # coarse: dp_cd's 3 x 3 lattice and dp_sgd's 4, x 2 passes, of 58
     assert ("coarse", "screen", "26", "44.8% of 58", "1", "26") in lines

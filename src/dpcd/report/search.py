@@ -56,10 +56,11 @@ def search_markdown(timings):
         return ""
     frame = pd.DataFrame(rows)
     table = frame.groupby(["experiment", "stage", "seeds"], as_index=False)["configurations"].sum()
-    # the grid's size: one per solver (every job of a solver writes the same)
-    grid = (frame.groupby(["experiment", "stage", "solver"])["grid"].max()
-            .groupby(["experiment", "stage"]).sum(min_count=1).rename("grid").reset_index())
-    table = table.merge(grid, on=["experiment", "stage"], how="left")
+    # the grid's size: one per solver (every job of a solver writes the same),
+    # whichever stages the solver ran (one without a geomspace axis: no refine)
+    grid = (frame.groupby(["experiment", "solver"])["grid"].max()
+            .groupby("experiment").sum(min_count=1).rename("grid").reset_index())
+    table = table.merge(grid, on="experiment", how="left")
     table["of the grid"] = [
         "" if pd.isna(g) or not g else f"{c / g:.1%} of {int(g)}"
         for c, g in zip(table["configurations"], table["grid"])]
