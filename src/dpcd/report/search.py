@@ -5,7 +5,17 @@
 
 import pandas as pd
 
-from dpcd.report.tables import GROUP, best_configurations
+from dpcd.report.tables import GROUP, best_configurations, final_iterates, last_checkpoints
+
+
+def _criteria(runs, select_by):
+    """Each configuration's selection criterion (the value
+    :func:`dpcd.report.tables.best_configurations` ranks by), indexed by
+    ``GROUP + [config_id]``."""
+    if select_by == "validation":
+        return last_checkpoints(runs).groupby(GROUP + ["config_id"], dropna=False)[
+            "val_metric"].median()
+    return final_iterates(runs).groupby(GROUP + ["config_id"], dropna=False)["objective"].mean()
 
 
 def keep_best(runs, select_by, keep):
@@ -14,7 +24,11 @@ def keep_best(runs, select_by, keep):
     The paper's rule (:func:`dpcd.report.tables.best_configurations`, ties
     broken by ``config_id``) applied ``keep`` times, each time without the
     configurations already kept: rank 0 is what the tables would select on
-    these runs.
+    these runs. Exact ties count once: with a configuration, the others of its
+    group whose criterion equals its own to the last bit leave too (on one
+    seed these are runs that never moved, e.g. from w = 0 when the threshold
+    clips every update away: keeping several would spend the kept places on
+    one outcome).
 
     Parameters
     ----------
@@ -22,7 +36,8 @@ def keep_best(runs, select_by, keep):
         Tidy table of the screen's solve jobs.
     select_by : {"last_objective", "validation"}
     keep : int
-        Configurations kept per group (fewer where a group has fewer).
+        Configurations kept per group (fewer where a group has fewer
+        distinct ones).
 
     Returns
     -------
@@ -33,13 +48,16 @@ def keep_best(runs, select_by, keep):
     if keep < 1:
         raise ValueError(f"search_keep must be >= 1, got {keep}")
     screened = runs.groupby(GROUP)["config_id"].nunique().rename("screened").reset_index()
+    criteria = _criteria(runs, select_by).rename("criterion").reset_index()
     kept, remaining = [], runs
     for rank in range(keep):
         if remaining.empty:
             break
         best = best_configurations(remaining, select_by).assign(rank=rank)
         kept.append(best)
-        remaining = remaining[~remaining["config_id"].isin(best["config_id"])]
+        value = criteria.merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
+        tied = criteria.merge(value[GROUP + ["criterion"]], on=GROUP + ["criterion"])
+        remaining = remaining[~remaining["config_id"].isin(tied["config_id"])]
     table = pd.concat(kept, ignore_index=True).merge(screened, on=GROUP)
     return table.sort_values(GROUP + ["rank"]).reset_index(drop=True)
 
