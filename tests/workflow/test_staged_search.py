@@ -7,6 +7,7 @@ configuration, or within one standard error of its mean objective over all
 seeds). The replay of bench/search_agreement.py gives the workflow's
 selections exactly."""
 
+import copy
 import re
 import shutil
 
@@ -163,10 +164,20 @@ def test_summary_says_what_ran(staged):
 
 
 def grids(name="coarse"):
-    """Solver -> (configurations, grid) of the test's experiment."""
-    exp = CONFIG["experiments"][name]
-    return {solver: (configurations(solver, grid, exp["passes"], [2.0]), grid)
-            for solver, grid in exp["solvers"].items()}
+    """Solver -> (configurations, grid) of the test's experiment, as the
+    workflow plans them (the schema's defaults filled in: dp_sgd's batch_size)."""
+    from snakemake.utils import validate
+
+    from dpcd import plan
+
+    config = copy.deepcopy(CONFIG)
+    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    exp = plan.Plan(config).experiment(name)
+    out = {}
+    for solver in exp["solvers"]:
+        _, grid, passes = plan.solver_entry(exp, solver)
+        out[solver] = (configurations(solver, grid, passes, [2.0]), grid)
+    return out
 
 
 def test_coarse_to_fine_stages(staged):
