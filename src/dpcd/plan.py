@@ -80,6 +80,29 @@ def render(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
+# The widest spacing of a staged screen's lattice, in decades: a geomspace
+# axis finer than that is coarsened by search_stride at most up to it (a
+# stride of 3 takes every 3rd of DP-CD's 100 thresholds over 9 decades, every
+# 2nd of DP-SGD's 10 steps over 6 would skip 1.3 decades: there it is 1). On
+# DP-CD's quick grids (one value per decade) a 2- or 3-decade lattice missed
+# the grid's best in 11-13 of 100 cells: a bump in the objective between the
+# F(0) plateau of tiny thresholds and the best valley (docs/method/search.md).
+LATTICE_DECADES = 1.0
+
+
+def axis_stride(entry, stride):
+    """The stride of a staged screen along one geomspace axis
+    ``{"geomspace": [start, stop, num]}``: ``stride``, at most what keeps the
+    lattice's spacing within :data:`LATTICE_DECADES` (1 on an axis with fewer
+    than 3 values or spaced wider)."""
+    start, stop, num = entry["geomspace"]
+    num = int(num)
+    if num < 3:
+        return 1
+    decades = abs(math.log10(stop / start)) / (num - 1)
+    return max(1, min(stride, int(LATTICE_DECADES / decades + 1e-9)))
+
+
 def coarse_indices(num, stride):
     """Positions on an axis of ``num`` values that a coarse lattice of stride
     ``stride`` keeps: every ``stride``-th, the last always included (the
@@ -294,9 +317,9 @@ class Plan:
 
     def stages(self, experiment):
         """The experiment's solve stages, in order (``refine`` after the
-        screen when ``search_stride`` > 1)."""
+        screen when ``search_stride`` coarsens some axis: :meth:`coarsened`)."""
         stages = SEARCH_STAGES[self.search(experiment)]
-        if self.search_stride(experiment) > 1:
+        if self.coarsened(experiment):
             stages = stages[:1] + ("refine",) + stages[1:]
         return stages
 
@@ -330,13 +353,13 @@ class Plan:
 
     def coarse_to_fine_spec(self, experiment, stage):
         """What a staged solve spec adds to its stage: one seed for the screen
-        and the refine, the stride where it is > 1 (a stride-1 screen's spec
-        is unchanged), the selection file the refine and the confirm read."""
+        and the refine, the stride where it coarsens (a whole screen's spec is
+        unchanged), the selection file the refine and the confirm read."""
         spec = {}
         if stage in ONE_SEED_STAGES:
             spec["seeds"] = 1
         stride = self.search_stride(experiment)
-        if stage in ONE_SEED_STAGES and stride > 1:
+        if stage in ONE_SEED_STAGES and self.coarsened(experiment):
             spec.update(stride=stride)
         if stage in ("refine", "confirm"):
             stages = self.stages(experiment)
@@ -362,14 +385,23 @@ class Plan:
         stride = self.search_stride(experiment)
         if stage not in ONE_SEED_STAGES or stride == 1:
             return full
-        axes = [int(v["geomspace"][2]) for v in solver_entry(exp, solver)[1].values()
-                if isinstance(v, dict)]
-        other = full // math.prod(axes) if axes else full
-        coarse = other * math.prod(len(coarse_indices(num, stride)) for num in axes)
+        axes = [(int(v["geomspace"][2]), axis_stride(v, stride))
+                for v in solver_entry(exp, solver)[1].values() if isinstance(v, dict)]
+        other = full // math.prod(num for num, _ in axes) if axes else full
+        coarse = other * math.prod(len(coarse_indices(num, k)) for num, k in axes)
         if stage == "screen":
             return coarse
-        box = math.prod(min(2 * stride - 1, num) for num in axes)
+        box = math.prod(min(2 * k - 1, num) for num, k in axes)
         return min(full - coarse, exp["search_refine"] * (box - 1))
+
+    def coarsened(self, experiment):
+        """Whether the staged screen of an experiment leaves any configuration
+        out (some solver's geomspace axis has an :func:`axis_stride` > 1)."""
+        exp = self.experiment(experiment)
+        stride = self.search_stride(experiment)
+        return stride > 1 and any(
+            axis_stride(v, stride) > 1 for solver in exp["solvers"]
+            for v in solver_entry(exp, solver)[1].values() if isinstance(v, dict))
 
     def search_summary(self):
         """The staged search's estimate, logged at planning beside

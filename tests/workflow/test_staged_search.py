@@ -32,7 +32,8 @@ EXPERIMENT = {
     "seeds": 4,
     "chunks": 2,
     "solvers": {
-        "dp_cd": {"step": {"geomspace": [0.03, 3.0, 5]}, "clip": {"geomspace": [0.01, 10.0, 5]}},
+        # half a decade apart: a stride of 2 spans one (dpcd.plan.LATTICE_DECADES)
+        "dp_cd": {"step": {"geomspace": [0.03, 3.0, 5]}, "clip": {"geomspace": [0.01, 10.0, 7]}},
         "dp_sgd": {"step": [0.01, 0.1], "clip": [0.1, 1.0]},
     },
 }
@@ -154,12 +155,12 @@ def test_summary_says_what_ran(staged):
     lines = {tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
              if line.startswith("|")}
     kept = len(selection)
-    assert ("staged", "confirm", str(kept), f"{kept / 58:.1%} of 58", "4", str(4 * kept)) in lines
-    assert ("grid", "grid", "58", "100.0% of 58", "4", "232") in lines  # (25 + 4) x 2 passes
-    # coarse: dp_cd's 3 x 3 lattice and dp_sgd's 4, x 2 passes, of 58
-    assert ("coarse", "screen", "26", "44.8% of 58", "1", "26") in lines
+    assert ("staged", "confirm", str(kept), f"{kept / 78:.1%} of 78", "4", str(4 * kept)) in lines
+    assert ("grid", "grid", "78", "100.0% of 78", "4", "312") in lines  # (35 + 4) x 2 passes
+    # coarse: dp_cd's 3 x 4 lattice and dp_sgd's 4, x 2 passes, of 78
+    assert ("coarse", "screen", "32", "41.0% of 78", "1", "32") in lines
     refine = read_runs(workdir, "coarse", "*/refine/chunk*.parquet")["config_id"].nunique()
-    assert ("coarse", "refine", str(refine), f"{refine / 58:.1%} of 58", "1",
+    assert ("coarse", "refine", str(refine), f"{refine / 78:.1%} of 78", "1",
             str(refine)) in lines
 
 
@@ -181,8 +182,8 @@ def grids(name="coarse"):
 
 
 def test_coarse_to_fine_stages(staged):
-    """The screen runs the lattice of stride 2 (positions 0, 2, 4 of each
-    geomspace axis), the refine the off-lattice configurations within one
+    """The screen runs the lattice of stride 2 (positions 0, 2, 4 of the
+    steps, 0, 2, 4, 6 of the thresholds), the refine the off-lattice configurations within one
     position of a configuration the screen kept (one per group), and the
     confirm what the second select kept from screen and refine together."""
     workdir, _ = staged
@@ -195,8 +196,9 @@ def test_coarse_to_fine_stages(staged):
     axes = {name: expand_grid(EXPERIMENT["solvers"]["dp_cd"][name]) for name in ("step", "clip")}
     configs = {config_id(c): c for configs, _ in grids().values() for c in configs}
     position = lambda cid, name: axes[name].index(configs[cid][name])  # noqa: E731
+    lattice = {"step": (0, 2, 4), "clip": (0, 2, 4, 6)}
     on_lattice = {cid for cid, c in configs.items()
-                  if c["solver"] != "dp_cd" or all(position(cid, n) in (0, 2, 4) for n in axes)}
+                  if c["solver"] != "dp_cd" or all(position(cid, n) in lattice[n] for n in axes)}
     assert set(screen["config_id"]) == on_lattice
     first = pd.read_csv(workdir / "results" / "selection" / "coarse" / "screen.csv")
     assert len(first) == screen.groupby(GROUP).ngroups  # search_refine 1

@@ -15,7 +15,7 @@ A spec names its stage, its ``stride`` and the selection CSV it reads
 
 import csv
 
-from dpcd.plan import coarse_indices
+from dpcd.plan import axis_stride, coarse_indices
 from dpcd.sweep.grid import config_id, expand_grid
 
 
@@ -51,15 +51,21 @@ def selected(configs, path):
     return _kept(configs, read_selection(path, {c["solver"] for c in configs}), path)
 
 
-def _positions(grid):
-    """Geomspace axis -> {value: position} (the axes the stride coarsens)."""
-    return {name: {value: k for k, value in enumerate(expand_grid(entry))}
-            for name, entry in sorted(grid.items()) if isinstance(entry, dict)}
+def _positions(grid, stride):
+    """Geomspace axis -> ({value: position}, its stride, its lattice positions):
+    the axes the stride coarsens (:func:`dpcd.plan.axis_stride`)."""
+    out = {}
+    for name, entry in sorted(grid.items()):
+        if isinstance(entry, dict):
+            k = axis_stride(entry, stride)
+            values = expand_grid(entry)
+            out[name] = ({value: i for i, value in enumerate(values)}, k,
+                         set(coarse_indices(len(values), k)))
+    return out
 
 
-def _on_lattice(config, positions, stride):
-    return all(axis[config[name]] in set(coarse_indices(len(axis), stride))
-               for name, axis in positions.items())
+def _on_lattice(config, positions):
+    return all(axis[config[name]] in lattice for name, (axis, _, lattice) in positions.items())
 
 
 def coarse_configurations(configs, grid, stride):
@@ -73,10 +79,11 @@ def coarse_configurations(configs, grid, stride):
         Its grid: the ``{"geomspace": ...}`` entries are the coarsened axes;
         list axes (batch sizes, rules) are kept whole.
     stride : int
-        1 keeps every configuration.
+        ``search_stride``: every stride-th value of each geomspace axis, at
+        most :data:`dpcd.plan.LATTICE_DECADES` apart; 1 keeps every configuration.
     """
-    positions = _positions(grid)
-    return [config for config in configs if _on_lattice(config, positions, stride)]
+    positions = _positions(grid, stride)
+    return [config for config in configs if _on_lattice(config, positions)]
 
 
 def refine_configurations(configs, grid, stride, keep, path="selection"):
@@ -84,8 +91,8 @@ def refine_configurations(configs, grid, stride, keep, path="selection"):
 
     A configuration is a neighbour of a kept one when every other setting
     (epsilon, passes, list axes) is the same and on every geomspace axis its
-    position is within ``stride - 1`` of the kept one's: the box between the
-    kept configuration's coarse neighbours. Configurations on the coarse
+    position is within the axis's stride - 1 of the kept one's: the box
+    between the kept configuration's coarse neighbours. Configurations on the coarse
     lattice (the screen ran them) are left out.
 
     Parameters
@@ -97,19 +104,18 @@ def refine_configurations(configs, grid, stride, keep, path="selection"):
     path : str
         Where ``keep`` was read from, for the error message.
     """
-    positions = _positions(grid)
-    reach = stride - 1
+    positions = _positions(grid, stride)
     boxes = {}
     for config in _kept(configs, keep, path):
         rest = tuple((k, v) for k, v in sorted(config.items()) if k not in positions)
-        boxes.setdefault(rest, []).append({n: positions[n][config[n]] for n in positions})
+        boxes.setdefault(rest, []).append({n: positions[n][0][config[n]] for n in positions})
     out = []
     for config in configs:
         rest = tuple((k, v) for k, v in sorted(config.items()) if k not in positions)
-        if rest not in boxes or _on_lattice(config, positions, stride):
+        if rest not in boxes or _on_lattice(config, positions):
             continue
-        at = {n: positions[n][config[n]] for n in positions}
-        if any(all(abs(at[n] - centre[n]) <= reach for n in positions)
+        at = {n: positions[n][0][config[n]] for n in positions}
+        if any(all(abs(at[n] - centre[n]) <= positions[n][1] - 1 for n in positions)
                for centre in boxes[rest]):
             out.append(config)
     return out
