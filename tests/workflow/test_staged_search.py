@@ -267,6 +267,6 @@ def test_staged_paper_config_plans_its_estimate(tmp_path):
                        r"grid: ([0-9.e+-]+) core-hours \((\d+) configurations", out)
     assert logged, out[-3000:]
     staged, screen, refine, confirm, grid, full = map(float, logged.groups())
-    assert staged < 2 and staged < grid / 15
+    assert staged < 2 and staged < grid / 10
     assert screen + refine + confirm < full / 3
     assert int(re.search(r"^select\s+(\d+)$", out, flags=re.M).group(1)) == 2 * 8
