@@ -382,10 +382,10 @@ def test_coarse_to_fine_jobs_specs_and_costs():
     """search_stride > 1: screen (the coarse lattice), refine (the neighbours of
     the search_refine kept, on the first seed), confirm; the select after the
     screen keeps search_refine, the one after the refine search_keep."""
-    def fine(config):  # thresholds half a decade apart: a stride of 2 spans one
+    def fine(config):  # thresholds a third of a decade apart: a stride of 2 is allowed
         for solver in ("dp_cd", "dp_sgd"):
             config["experiments"]["big"]["solvers"][solver]["clip"] = {
-                "geomspace": [0.01, 10.0, 7]}
+                "geomspace": [0.01, 10.0, 10]}
         return config
 
     config = fine(small_config())
@@ -407,22 +407,24 @@ def test_coarse_to_fine_jobs_specs_and_costs():
     assert p.select_spec("big", "screen") == {"select_by": "last_objective", "keep": 1}
     assert p.select_spec("big", "refine") == {"select_by": "last_objective", "keep": 2}
     assert p.selection_input("big", "screen") is None
-    # clip {geomspace: [.., .., 7]} at stride 2: positions 0, 2, 4, 6; the box
-    # of a kept configuration reaches 1 position: at most 3 - 1 new ones
+    # clip {geomspace: [.., .., 10]} at stride 2: positions 0, 2, 4, 6, 8, 9; the
+    # box of a kept configuration reaches 1 position: at most 3 - 1 new ones
     step = 3  # dp_cd's list axis, kept whole
     full = len(p.config_passes("big", "dp_cd"))
-    n_groups = full // (step * 7)
-    assert len(p.config_passes("big", "dp_cd", "screen")) == n_groups * step * 4
+    n_groups = full // (step * 10)
+    assert len(p.config_passes("big", "dp_cd", "screen")) == n_groups * step * 6
     assert len(p.config_passes("big", "dp_cd", "refine")) == n_groups * 1 * 2
     assert len(p.config_passes("big", "dp_cd", "confirm")) == n_groups * 2
     assert plan.coarse_indices(4, 2) == [0, 2, 3]
-    # the lattice is at most a decade apart: small_config's thresholds are
+    # the lattice is at most 0.7 decades apart: small_config's thresholds are
     # one decade apart already, so a stride coarsens nothing there
     assert plan.axis_stride({"geomspace": [0.01, 10.0, 4]}, 3) == 1
-    assert plan.axis_stride({"geomspace": [0.01, 10.0, 7]}, 3) == 2
+    assert plan.axis_stride({"geomspace": [0.01, 10.0, 7]}, 3) == 1
+    assert plan.axis_stride({"geomspace": [0.01, 10.0, 10]}, 3) == 2
     assert plan.axis_stride({"geomspace": [1e-3, 1e6, 100]}, 3) == 3  # DP-CD's clip
+    assert plan.axis_stride({"geomspace": [1e-4, 1e6, 50]}, 3) == 3  # DP-GCD's clip
     assert plan.axis_stride({"geomspace": [1e-6, 1.0, 10]}, 3) == 1  # DP-GCD's DP-SGD step
-    assert plan.axis_stride({"geomspace": [1e-2, 10.0, 10]}, 3) == 3
+    assert plan.axis_stride({"geomspace": [1e-2, 10.0, 10]}, 3) == 2  # DP-CD, DP-GCD steps
     assert plan.axis_stride({"geomspace": [1e-2, 10.0, 2]}, 3) == 1
     coarse_nothing = small_config()
     coarse_nothing["experiments"]["big"].update(search="staged", search_stride=3)
@@ -508,14 +510,14 @@ def test_coarse_to_fine_counts_match_the_sweep():
         screen = coarse_configurations(configs, grid, 3)
         assert len(screen) == len(p.config_passes(name, solver, "screen"))
         bound = len(p.config_passes(name, solver, "refine"))
-        # per (epsilon, passes): clip (18 lattice values of 50) x step (4 of 10),
-        # step inner; lattice point k = 4 * clip index + step index
+        # per (epsilon, passes): clip (stride 3: 18 lattice values of 50) x step
+        # (stride 2: 6 of 10), step inner; lattice point k = 6 * clip index + step index
         groups = len(configs) // 500
-        assert bound == groups * 2 * (5 * 5 - 1)
-        apart = (4 * 5 + 1, 4 * 10 + 2)  # clip 15, step 3; clip 30, step 6: 5 x 5 boxes
-        near = (4 * 5 + 1, 4 * 5 + 2)  # clip 15, steps 3 and 6: the boxes share a column
+        assert bound == groups * 2 * (5 * 3 - 1)
+        apart = (6 * 5 + 1, 6 * 10 + 2)  # clip 15, step 2; clip 30, step 4: 5 x 3 boxes
+        near = (6 * 5 + 1, 6 * 5 + 2)  # clip 15, steps 2 and 4: the boxes share a column
         for picks, whole in ((apart, True), (near, False)):
-            keep = {config_id(screen[g * 72 + k]) for g in range(groups) for k in picks}
+            keep = {config_id(screen[g * 108 + k]) for g in range(groups) for k in picks}
             fine = refine_configurations(configs, grid, 3, keep)
             assert not {config_id(c) for c in fine} & {config_id(c) for c in screen}
             assert (len(fine) == bound) if whole else (0 < len(fine) < bound)

@@ -83,11 +83,12 @@ def render(obj):
 # The widest spacing of a staged screen's lattice, in decades: a geomspace
 # axis finer than that is coarsened by search_stride at most up to it (a
 # stride of 3 takes every 3rd of DP-CD's 100 thresholds over 9 decades, every
-# 2nd of DP-SGD's 10 steps over 6 would skip 1.3 decades: there it is 1). On
-# DP-CD's quick grids (one value per decade) a 2- or 3-decade lattice missed
-# the grid's best in 11-13 of 100 cells: a bump in the objective between the
-# F(0) plateau of tiny thresholds and the best valley (docs/method/search.md).
-LATTICE_DECADES = 1.0
+# 2nd of its 10 steps over 3; DP-SGD's 10 steps over 6 decades are not
+# strided). Replayed from exhaustive DP-CD runs (docs/method/search.md): a
+# lattice 2 or 3 decades apart missed the grid's best in 11-13 of 100 cells
+# (a bump in the objective between the F(0) plateau of tiny thresholds and the
+# best valley), 1 decade apart in 4 of 20, 0.67 decades apart in none of 20.
+LATTICE_DECADES = 0.7
 
 
 def axis_stride(entry, stride):
