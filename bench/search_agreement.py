@@ -1,35 +1,49 @@
 """Staged vs exhaustive selection (issue 25), from a finished ``search: grid`` run.
 
-A run's streams depend on its seed and configuration only, so the screen of
-``search: staged`` is the grid's seed-0 runs and its confirm is the grid's runs
-of the kept configurations (tests/workflow/test_staged_search.py checks the
-confirm repeats the screen's seed 0 bit for bit). Per (solver, epsilon, passes):
+A run's streams depend on its seed and configuration only, so the stages of
+``search: staged`` are the grid's runs of their configurations
+(:func:`dpcd.report.search.replay_staged`; tests/workflow/test_staged_search.py
+checks the replay against the workflow). Per (solver, epsilon, passes):
 agreed (same configuration), within noise (the staged choice's mean criterion
 over all seeds within one standard error of the grid's choice's), disagrees.
 
-    python bench/search_agreement.py WORKDIR KEEP [EXPERIMENT=validation ...]
+    python bench/search_agreement.py WORKDIR CONFIG [--keep 3] [--stride 3] [--refine 2]
+
+CONFIG is the config the grid run used (its experiments, grids, select_by).
 """
+import argparse
+import copy
 import glob
 import os
-import sys
 
 import pandas as pd
+import yaml
+from snakemake.utils import validate
+
+from dpcd import plan
+from dpcd.report.search import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates, last_checkpoints
-from dpcd.report.search import keep_best
+from dpcd.sweep.grid import configurations
+from dpcd.sweep.run import epsilons_of
 from dpcd.sweep.metrics import HIGHER_IS_BETTER
 
-workdir, keep = sys.argv[1], int(sys.argv[2])
-select_by = dict(a.split("=") for a in sys.argv[3:])
-counts = {"agreed": 0, "within noise": 0, "disagrees": 0}
-rows = []
-for exp in sorted(os.listdir(f"{workdir}/results/runs")):
-    paths = sorted(glob.glob(f"{workdir}/results/runs/{exp}/*/chunk*.parquet"))
-    if not paths:
-        continue
-    runs = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
-    rule = select_by.get(exp, "last_objective")
+SCHEMA = os.path.join(os.path.dirname(__file__), "..", "workflow", "schemas",
+                      "config.schema.yaml")
+
+
+def grids_of(p, name):
+    """Solver -> (configurations, grid) of one experiment of a plan."""
+    exp = p.experiment(name)
+    out = {}
+    for solver in sorted(exp["solvers"]):
+        _, grid, passes = plan.solver_entry(exp, solver)
+        out[solver] = (configurations(solver, grid, passes, epsilons_of(exp["privacy"])), grid)
+    return out
+
+
+def agreement(runs, rule, kept):
+    """Verdict rows per (solver, epsilon, passes): grid's choice vs the staged one."""
     grid = best_configurations(runs, rule)
-    kept = keep_best(runs[runs["seed_index"] == 0], rule, keep)
     staged = best_configurations(runs[runs["config_id"].isin(kept["config_id"])], rule)
     if rule == "validation":
         last, col = last_checkpoints(runs), "val_metric"
@@ -37,8 +51,8 @@ for exp in sorted(os.listdir(f"{workdir}/results/runs")):
     else:
         last, col, sign = final_iterates(runs), "objective", 1
     stats = last.groupby("config_id")[col].agg(["mean", "sem"])
-    m = grid.merge(staged, on=GROUP, suffixes=("_grid", "_staged"))
-    for r in m.itertuples():
+    rows = []
+    for r in grid.merge(staged, on=GROUP, suffixes=("_grid", "_staged")).itertuples():
         g, s = stats.loc[r.config_id_grid], stats.loc[r.config_id_staged]
         if r.config_id_grid == r.config_id_staged:
             verdict = "agreed"
@@ -46,14 +60,44 @@ for exp in sorted(os.listdir(f"{workdir}/results/runs")):
             verdict = "within noise"
         else:
             verdict = "disagrees"
-        counts[verdict] += 1
-        rows.append(dict(experiment=exp, solver=r.solver, epsilon=r.epsilon, passes=r.passes,
-                         verdict=verdict, criterion=col, grid_mean=g["mean"], grid_sem=g["sem"],
-                         staged_mean=s["mean"]))
-table = pd.DataFrame(rows)
-print(workdir, "keep", keep, counts)
-per = table.groupby(["experiment", "verdict"]).size().unstack(fill_value=0)
-print(per.to_string())
-bad = table[table.verdict == "disagrees"]
-if len(bad):
-    print(bad.to_string(index=False, float_format=lambda v: f"{v:.6g}"))
+        rows.append(dict(solver=r.solver, epsilon=r.epsilon, passes=r.passes,
+                         verdict=verdict, criterion=col, grid_mean=g["mean"],
+                         grid_sem=g["sem"], staged_mean=s["mean"]))
+    return pd.DataFrame(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workdir")
+    parser.add_argument("config")
+    parser.add_argument("--keep", type=int, default=3)
+    parser.add_argument("--stride", type=int, default=3)
+    parser.add_argument("--refine", type=int, default=2)
+    args = parser.parse_args()
+    with open(args.config) as fh:
+        config = yaml.safe_load(fh)
+    validate(config, SCHEMA)
+    p = plan.Plan(copy.deepcopy(config))
+    tables, ran = [], []
+    for name in p.experiments:
+        paths = sorted(glob.glob(f"{args.workdir}/results/runs/{name}/*/chunk*.parquet"))
+        if not paths:
+            continue
+        runs = pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+        rule = p.experiment(name)["select_by"]
+        kept, counts = replay_staged(runs, grids_of(p, name), rule, args.keep,
+                                     args.stride, args.refine)
+        tables.append(agreement(runs, rule, kept).assign(experiment=name))
+        ran.append(dict(experiment=name, grid=runs["config_id"].nunique(), **counts))
+    table = pd.concat(tables, ignore_index=True)
+    print(f"{args.workdir} keep {args.keep} stride {args.stride} refine {args.refine}:",
+          table["verdict"].value_counts().to_dict())
+    print(pd.DataFrame(ran).to_string(index=False))
+    print(table.groupby(["experiment", "verdict"]).size().unstack(fill_value=0).to_string())
+    off = table[table.verdict != "agreed"]
+    if len(off):
+        print(off.to_string(index=False, float_format=lambda v: f"{v:.6g}"))
+
+
+if __name__ == "__main__":
+    main()

@@ -261,7 +261,7 @@ def test_data_specs():
 
 def test_staged_search_jobs_and_specs():
     config = small_config()
-    config["experiments"]["big"].update(search="staged", search_keep=2)
+    config["experiments"]["big"].update(search="staged", search_keep=2, search_stride=1)
     p = make(config)
     grid = make(small_config())
     # the grid experiment is untouched: same jobs, same specs
@@ -295,6 +295,20 @@ def test_bad_search_settings_are_refused():
         make(config)
     config["experiments"]["big"]["seeds"] = 2
     make(config)
+    for key, value in (("search_stride", 0), ("search_refine", 0), ("search_keep", 1.5)):
+        bad = copy.deepcopy(config)
+        bad["experiments"]["big"][key] = value
+        with pytest.raises(ValueError, match=f"experiments.big.{key}: must be an integer >= 1"):
+            make(bad)
+    # a stride with no geomspace axis to coarsen
+    bad = copy.deepcopy(config)
+    for entry in bad["experiments"]["big"]["solvers"].values():
+        entry.pop("clip", None)
+    bad["experiments"]["big"]["search_stride"] = 2
+    with pytest.raises(ValueError, match="experiments.big.search_stride: 2 coarsens nothing"):
+        make(bad)
+    bad["experiments"]["big"]["search_stride"] = 1
+    make(bad)
     # the schema refuses an unknown value too, naming the setting
     config = load("config/config.yaml")
     config["experiments"]["sparse_lasso"]["search"] = "random"
@@ -358,10 +372,94 @@ def test_cost_model_follows_the_sweep():
     p.experiment(name)["seeds"] *= 2
     assert math.isclose(p.cost(name, solver).sweep, 2 * before)
     # the screen runs one seed, the confirm search_keep configurations per epsilon and passes
-    p.experiment(name)["search"] = "staged"
+    p.experiment(name).update(search="staged", search_stride=1)
     screen, confirm = p.cost(name, solver, "screen"), p.cost(name, solver, "confirm")
     assert math.isclose(screen.sweep * p.experiment(name)["seeds"], 2 * before)
     assert confirm.sweep < 2 * before
+
+
+def test_coarse_to_fine_jobs_specs_and_costs():
+    """search_stride > 1: screen (the coarse lattice), refine (the neighbours of
+    the search_refine kept, on the first seed), confirm; the select after the
+    screen keeps search_refine, the one after the refine search_keep."""
+    def fine(config):  # thresholds a third of a decade apart: a stride of 2 is allowed
+        for solver in ("dp_cd", "dp_sgd"):
+            config["experiments"]["big"]["solvers"][solver]["clip"] = {
+                "geomspace": [0.01, 10.0, 10]}
+        return config
+
+    config = fine(small_config())
+    config["experiments"]["big"].update(search="staged", search_keep=2, search_stride=2,
+                                        search_refine=1)
+    p = make(config)
+    base = make(fine(small_config())).solve_spec("big", "dp_cd")
+    assert p.stages("big") == ("screen", "refine", "confirm")
+    assert p.selects("big") == ("screen", "refine")
+    # cd (no geomspace axis) has no refine job
+    assert [j.stage for j in p.jobs("big")] == ["screen"] * 6 + ["refine"] * 4 + ["confirm"] * 6
+    assert p.solve_spec("big", "dp_cd", "screen") == {**base, "stage": "screen", "seeds": 1,
+                                                      "stride": 2}
+    assert p.solve_spec("big", "dp_cd", "refine") == {
+        **base, "stage": "refine", "seeds": 1, "stride": 2,
+        "selection": "results/selection/big/screen.csv"}
+    assert p.solve_spec("big", "dp_cd", "confirm") == {
+        **base, "stage": "confirm", "selection": "results/selection/big/refine.csv"}
+    assert p.select_spec("big", "screen") == {"select_by": "last_objective", "keep": 1}
+    assert p.select_spec("big", "refine") == {"select_by": "last_objective", "keep": 2}
+    assert p.selection_input("big", "screen") is None
+    # clip {geomspace: [.., .., 10]} at stride 2: positions 0, 2, 4, 6, 8, 9; the
+    # box of a kept configuration reaches 1 position: at most 3 - 1 new ones
+    step = 3  # dp_cd's list axis, kept whole
+    full = len(p.config_passes("big", "dp_cd"))
+    n_groups = full // (step * 10)
+    assert len(p.config_passes("big", "dp_cd", "screen")) == n_groups * step * 6
+    assert len(p.config_passes("big", "dp_cd", "refine")) == n_groups * 1 * 2
+    assert len(p.config_passes("big", "dp_cd", "confirm")) == n_groups * 2
+    assert plan.coarse_indices(4, 2) == [0, 2, 3]
+    # the lattice is at most 0.7 decades apart: small_config's thresholds are
+    # one decade apart already, so a stride coarsens nothing there
+    assert plan.axis_stride({"geomspace": [0.01, 10.0, 4]}, 3) == 1
+    assert plan.axis_stride({"geomspace": [0.01, 10.0, 7]}, 3) == 1
+    assert plan.axis_stride({"geomspace": [0.01, 10.0, 10]}, 3) == 2
+    assert plan.axis_stride({"geomspace": [1e-3, 1e6, 100]}, 3) == 3  # DP-CD's clip
+    assert plan.axis_stride({"geomspace": [1e-4, 1e6, 50]}, 3) == 3  # DP-GCD's clip
+    assert plan.axis_stride({"geomspace": [1e-6, 1.0, 10]}, 3) == 1  # DP-GCD's DP-SGD step
+    assert plan.axis_stride({"geomspace": [1e-2, 10.0, 10]}, 3) == 2  # DP-CD, DP-GCD steps
+    assert plan.axis_stride({"geomspace": [1e-2, 10.0, 2]}, 3) == 1
+    coarse_nothing = small_config()
+    coarse_nothing["experiments"]["big"].update(search="staged", search_stride=3)
+    q = make(coarse_nothing)
+    assert q.stages("big") == ("screen", "confirm") and "stride" not in q.solve_spec(
+        "big", "dp_cd", "screen")
+    assert plan.coarse_indices(13, 3) == [0, 3, 6, 9, 12]
+    assert plan.coarse_indices(50, 3)[-2:] == [48, 49]
+    # a solver without a geomspace axis (cd) has no refine job
+    assert p.chunks("big", "cd", "refine") == 0
+    assert p.cost("big", "cd", "refine").sweep == 0
+    text = p.search_summary()
+    assert "search staged (1 experiments)" in text and "refine" in text
+    assert make(small_config()).search_summary() == ""
+
+
+def test_coarse_to_fine_keeps_each_full_config_small():
+    """The default staged search (stride 3, refine 2, keep 3) on the paper
+    configs: the planner's estimate (2026-11-25's STEP_COST_NS) is under
+    2 core-hours for DP-CD and DP-GCD, a tenth of their exhaustive grids or
+    less; DP-SCD's grids are a decade apart (nothing to coarsen), so its
+    staged search is one seed of the grid plus the confirm (docs/operations.md)."""
+    for path, most, factor in (("config/paper/dpcd_icml22.yaml", 2, 10),
+                               ("config/paper/dpgcd_aistats23.yaml", 2, 10),
+                               ("config/paper/dpscd_aaai21.yaml", 40, 9)):
+        config = load(path)
+        grid = make(config)
+        for exp in config["experiments"].values():
+            exp["search"] = "staged"
+        p = make(config)
+        staged = sum(p.cost(n, s, st).sweep for n in p.experiments for st in p.stages(n)
+                     for s in p.experiment(n)["solvers"])
+        exhaustive = sum(grid.cost(n, s).sweep for n in grid.experiments
+                         for s in grid.experiment(n)["solvers"])
+        assert staged < most and staged < exhaustive / factor, path
 
 
 def test_sparse_data_costs_its_non_zeros():
@@ -384,3 +482,42 @@ def test_cost_summary_names_total_and_largest_job():
     )
     assert f"{total:.3g} core-hours in {len(p.jobs())} solve jobs" in text
     assert "chunk_core_hours: 2" in text
+
+
+def test_coarse_to_fine_counts_match_the_sweep():
+    """The planner's counts per stage (chunks, cost) are the sweep's: the
+    screen's lattice exactly, the refine at most its bound, reached when the
+    kept configurations' boxes are whole and apart, not when they overlap."""
+    from dpcd.sweep import configurations
+    from dpcd.sweep.grid import config_id
+    from dpcd.sweep.run import epsilons_of
+    from dpcd.sweep.search import coarse_configurations, refine_configurations
+
+    config = load("config/paper/dpgcd_aistats23.yaml")
+    for exp in config["experiments"].values():
+        exp.update(search="staged", search_stride=3, search_refine=2)
+    p = make(config)
+    # DP-SGD's steps (6 decades in 10 values) are not coarsened; its thresholds are
+    log1 = p.experiment("log1")
+    sgd = plan.solver_entry(log1, "dp_sgd")[1]
+    assert len(p.config_passes("log1", "dp_sgd", "screen")) == len(
+        p.config_passes("log1", "dp_sgd")) // 50 * 18
+    assert plan.axis_stride(sgd["step"], 3) == 1
+    for name, solver in (("log1", "dp_cd"), ("california", "dp_gcd_gs_q")):
+        exp = p.experiment(name)
+        _, grid, passes = plan.solver_entry(exp, solver)
+        configs = configurations(solver, grid, passes, epsilons_of(exp["privacy"]))
+        screen = coarse_configurations(configs, grid, 3)
+        assert len(screen) == len(p.config_passes(name, solver, "screen"))
+        bound = len(p.config_passes(name, solver, "refine"))
+        # per (epsilon, passes): clip (stride 3: 18 lattice values of 50) x step
+        # (stride 2: 6 of 10), step inner; lattice point k = 6 * clip index + step index
+        groups = len(configs) // 500
+        assert bound == groups * 2 * (5 * 3 - 1)
+        apart = (6 * 5 + 1, 6 * 10 + 2)  # clip 15, step 2; clip 30, step 4: 5 x 3 boxes
+        near = (6 * 5 + 1, 6 * 5 + 2)  # clip 15, steps 2 and 4: the boxes share a column
+        for picks, whole in ((apart, True), (near, False)):
+            keep = {config_id(screen[g * 108 + k]) for g in range(groups) for k in picks}
+            fine = refine_configurations(configs, grid, 3, keep)
+            assert not {config_id(c) for c in fine} & {config_id(c) for c in screen}
+            assert (len(fine) == bound) if whole else (0 < len(fine) < bound)

@@ -81,3 +81,26 @@ def test_conclusions_compare_dp_scd_with_dp_sgd_and_find_the_worst():
     table["metric"] = "accuracy"
     (row,) = conclusions({"svm": table}).itertuples()
     assert not row.dp_scd_vs_dp_sgd and not row.seq_dp_scd_worst
+
+
+def test_staged_select_counts_exact_ties_once():
+    """keep_best (search: staged): configurations whose criterion equals a kept
+    one's to the last bit (runs that never moved from w = 0) leave with it, so
+    the kept places go to distinct outcomes; fewer are kept when fewer remain."""
+    from dpcd.report.search import keep_best
+
+    frames = []
+    for cid, objective in (("a", 5.61), ("b", 5.61), ("c", 5.61), ("d", 5.7), ("e", 6.0)):
+        one = _runs("mse", val=[[1, 1, 1]] * 2, test=[[1, 1, 1]] * 2,
+                    objective=[[objective] * 3] * 2)
+        frames.append(one[one["config_id"] == "a"].assign(config_id=cid))
+    runs = pd.concat(frames, ignore_index=True)
+    kept = keep_best(runs, "last_objective", 3)
+    assert kept["config_id"].tolist() == ["a", "d", "e"]  # a: ties broken by config_id
+    assert kept["rank"].tolist() == [0, 1, 2] and kept["screened"].unique().tolist() == [5]
+    assert keep_best(runs[runs["config_id"].isin(["a", "b", "c"])], "last_objective",
+                     3)["config_id"].tolist() == ["a"]
+    # validation: the median validation metric is the criterion
+    runs["val_metric"] = runs["config_id"].map({"a": 2, "b": 1, "c": 1, "d": 3, "e": 1.5}
+                                               ).where(runs["val_metric"].notna())
+    assert keep_best(runs, "validation", 3)["config_id"].tolist() == ["b", "e", "a"]

@@ -37,8 +37,11 @@ WARMUP_PRIORITY = 100
 PRIVATE_SMOOTHNESS_SOLVER = "dp_cd_p"
 
 #: One solve job. ``stage``: ``grid`` (every configuration on every seed) or,
-#: for ``search: staged``, ``screen`` (every configuration on the first seed)
-#: then ``confirm`` (the configurations the select rule kept, on every seed).
+#: for ``search: staged``, ``screen`` (every configuration on the first seed;
+#: with ``search_stride`` k > 1, those of the coarse lattice: every k-th value
+#: of each geomspace axis), ``refine`` (with k > 1 only: the full-resolution
+#: neighbours of the configurations the screen kept, on the first seed) then
+#: ``confirm`` (the configurations the last select kept, on every seed).
 Job = namedtuple("Job", "experiment solver stage chunk")
 
 # The solve stages of each search, in order; the last one's runs make the tables.
@@ -65,6 +68,9 @@ PRIVATE_REFUSED = {
     "seq_dp_scd": "its Poisson batches are calibrated at a max_batch_size whose tail "
     "is charged to delta, which repeat-and-select does not account",
 }
+
+# The stages that run the first seed only (the others run every seed).
+ONE_SEED_STAGES = ("screen", "refine")
 
 # Measured cost of one pass over one data entry (a record x a feature, or a
 # non-zero of a sparse dataset), in ns, per solver: the slowest loss of the
@@ -94,6 +100,38 @@ Cost = namedtuple("Cost", "job sweep chunks")
 def render(obj):
     """Deterministic JSON for params: Snakemake compares params as strings."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+# The widest spacing of a staged screen's lattice, in decades: a geomspace
+# axis finer than that is coarsened by search_stride at most up to it (a
+# stride of 3 takes every 3rd of DP-CD's 100 thresholds over 9 decades, every
+# 2nd of its 10 steps over 3; DP-SGD's 10 steps over 6 decades are not
+# strided). Replayed from exhaustive DP-CD runs (docs/method/search.md): a
+# lattice 2 or 3 decades apart missed the grid's best in 11-13 of 100 cells
+# (a bump in the objective between the F(0) plateau of tiny thresholds and the
+# best valley), 1 decade apart in 4 of 20, 0.67 decades apart in none of 20.
+LATTICE_DECADES = 0.7
+
+
+def axis_stride(entry, stride):
+    """The stride of a staged screen along one geomspace axis
+    ``{"geomspace": [start, stop, num]}``: ``stride``, at most what keeps the
+    lattice's spacing within :data:`LATTICE_DECADES` (1 on an axis with fewer
+    than 3 values or spaced wider)."""
+    start, stop, num = entry["geomspace"]
+    num = int(num)
+    if num < 3:
+        return 1
+    decades = abs(math.log10(stop / start)) / (num - 1)
+    return max(1, min(stride, int(LATTICE_DECADES / decades + 1e-9)))
+
+
+def coarse_indices(num, stride):
+    """Positions on an axis of ``num`` values that a coarse lattice of stride
+    ``stride`` keeps: every ``stride``-th, the last always included (the
+    screen of ``search_stride``; dpcd.sweep.search uses the same)."""
+    kept = list(range(0, num, stride))
+    return kept if kept[-1] == num - 1 else kept + [num - 1]
 
 
 def expand_lambda_grids(experiments):
@@ -235,6 +273,8 @@ class Plan:
                     f"seed and confirms on all seeds, so it needs seeds >= 2 "
                     f"(got {exp['seeds']})"
                 )
+            if search == "staged":
+                self._check_coarse_to_fine(name, exp)
         if self.registry is not None:
             for key, dataset in config["datasets"].items():
                 if dataset["source"] not in self.registry:
@@ -244,6 +284,25 @@ class Plan:
                     )
         if check_solvers is not None:
             check_solvers(config)
+
+    def _check_coarse_to_fine(self, name, exp):
+        """A staged search's counts are integers >= 1, and a stride > 1 has a
+        geomspace axis to coarsen."""
+        for key in ("search_keep", "search_stride", "search_refine"):
+            value = exp.get(key, 1)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(
+                    f"config: experiments.{name}.{key}: must be an integer >= 1, got {value!r}"
+                )
+        stride = exp.get("search_stride", 1)
+        axes = [int(v["geomspace"][2]) for solver in exp["solvers"]
+                for v in solver_entry(exp, solver)[1].values() if isinstance(v, dict)]
+        if stride > 1 and not any(num > 2 for num in axes):
+            raise ValueError(
+                f"config: experiments.{name}.search_stride: {stride} coarsens nothing "
+                f"(no solver of the experiment has a geomspace axis of more than 2 "
+                f"values); set it to 1"
+            )
 
     def experiment(self, name):
         """The experiment's config entry, its dataset checked."""
@@ -367,18 +426,21 @@ class Plan:
         if stage == "private":  # one job per selection seed
             spec.update(stage=stage, search_private={
                 **self.private_settings(experiment), "select_by": exp["select_by"]})
-        if stage == "screen":
-            spec.update(stage=stage, seeds=1)
-        elif stage == "confirm":
-            spec.update(stage=stage, selection=self.selection_path(experiment))
+        if stage in ("screen", "confirm"):
+            spec.update(stage=stage)
+        spec.update(self.coarse_to_fine_spec(experiment, stage))
         return spec
 
     def search(self, experiment):
         return self.experiment(experiment).get("search", "grid")
 
     def stages(self, experiment):
-        """The experiment's solve stages, in order."""
-        return SEARCH_STAGES[self.search(experiment)]
+        """The experiment's solve stages, in order (``refine`` after the
+        screen when ``search_stride`` coarsens some axis: :meth:`coarsened`)."""
+        stages = SEARCH_STAGES[self.search(experiment)]
+        if self.coarsened(experiment):
+            stages = stages[:1] + ("refine",) + stages[1:]
+        return stages
 
     def final_stage(self, experiment):
         """The stage whose runs make the experiment's tables."""
@@ -389,13 +451,107 @@ class Plan:
         """The select rule's output after ``stage``."""
         return f"results/selection/{experiment}/{stage}.csv"
 
-    def select_spec(self, experiment):
-        """What the select rule reads: the selection rule and how many it keeps."""
+    def select_spec(self, experiment, after="screen"):
+        """What the select rule after stage ``after`` reads: the selection rule
+        and how many it keeps (``search_refine`` after a screen that a refine
+        follows, ``search_keep`` before the confirm)."""
         exp = self.experiment(experiment)
-        return {"select_by": exp["select_by"], "keep": exp["search_keep"]}
+        stages = self.stages(experiment)
+        last = stages[stages.index("confirm") - 1]
+        keep = exp["search_keep"] if after == last else exp["search_refine"]
+        return {"select_by": exp["select_by"], "keep": keep}
 
     def staged_experiments(self):
         return [name for name in self.experiments if self.search(name) == "staged"]
+
+    # -- coarse-to-fine (search: staged, search_stride > 1) -----------------
+    def search_stride(self, experiment):
+        """The screen's stride along the geomspace axes (1: every configuration)."""
+        exp = self.experiment(experiment)
+        return exp.get("search_stride", 1) if self.search(experiment) == "staged" else 1
+
+    def coarse_to_fine_spec(self, experiment, stage):
+        """What a staged solve spec adds to its stage: one seed for the screen
+        and the refine, the stride where it coarsens (a whole screen's spec is
+        unchanged), the selection file the refine and the confirm read."""
+        spec = {}
+        if stage in ONE_SEED_STAGES:
+            spec["seeds"] = 1
+        stride = self.search_stride(experiment)
+        if stage in ONE_SEED_STAGES and self.coarsened(experiment):
+            spec.update(stride=stride)
+        if stage in ("refine", "confirm"):
+            stages = self.stages(experiment)
+            spec.update(stage=stage,
+                        selection=self.selection_path(experiment, stages[stages.index(stage) - 1]))
+        return spec
+
+    def selects(self, experiment):
+        """The stages a select job follows (its output: :meth:`selection_path`)."""
+        return self.stages(experiment)[:-1] if self.search(experiment) == "staged" else ()
+
+    def selection_input(self, experiment, stage):
+        """The selection file a solve job of ``stage`` reads (None: none)."""
+        return self.coarse_to_fine_spec(experiment, stage).get("selection")
+
+    def stage_configurations(self, experiment, solver, stage, full):
+        """Configurations per (epsilon, passes) that ``stage`` runs of a solver
+        whose grid has ``full`` (at most that many for the refine: the boxes of
+        its kept configurations overlap, or reach past the grid's ends)."""
+        exp = self.experiment(experiment)
+        if stage == "confirm":
+            return min(full, exp["search_keep"])
+        stride = self.search_stride(experiment)
+        if stage not in ONE_SEED_STAGES or stride == 1:
+            return full
+        axes = [(int(v["geomspace"][2]), axis_stride(v, stride))
+                for v in solver_entry(exp, solver)[1].values() if isinstance(v, dict)]
+        other = full // math.prod(num for num, _ in axes) if axes else full
+        coarse = other * math.prod(len(coarse_indices(num, k)) for num, k in axes)
+        if stage == "screen":
+            return coarse
+        box = math.prod(min(2 * k - 1, num) for num, k in axes)
+        return min(full - coarse, exp["search_refine"] * (box - 1))
+
+    def coarsened(self, experiment):
+        """Whether the staged screen of an experiment leaves any configuration
+        out (some solver's geomspace axis has an :func:`axis_stride` > 1)."""
+        exp = self.experiment(experiment)
+        stride = self.search_stride(experiment)
+        return stride > 1 and any(
+            axis_stride(v, stride) > 1 for solver in exp["solvers"]
+            for v in solver_entry(exp, solver)[1].values() if isinstance(v, dict))
+
+    def search_summary(self):
+        """The staged search's estimate, logged at planning beside
+        :meth:`cost_summary`: per stage, core-hours and configurations (of the
+        grid's, on how many seeds), and the exhaustive grid's core-hours for
+        the same experiments. Empty when no experiment is staged."""
+        names = self.staged_experiments()
+        if not names:
+            return ""
+        parts, staged = [], 0.0
+        for stage in ("screen", "refine", "confirm"):
+            hours = configs = 0
+            for name in names:
+                if stage not in self.stages(name):
+                    continue
+                for solver in sorted(self.experiment(name)["solvers"]):
+                    hours += self.cost(name, solver, stage).sweep
+                    configs += len(self.config_passes(name, solver, stage))
+            if configs:
+                staged += hours
+                seeds = "1 seed" if stage in ONE_SEED_STAGES else "every seed"
+                bound = "at most " if stage == "refine" else ""
+                parts.append(f"{stage} {hours:.3g} ({bound}{configs} configurations, {seeds})")
+        grid = sum(self.cost(name, solver, "grid").sweep for name in names
+                   for solver in self.experiment(name)["solvers"])
+        full = sum(len(self.config_passes(name, solver, "grid")) for name in names
+                   for solver in self.experiment(name)["solvers"])
+        return (f"dpcd: search staged ({len(names)} experiments): {staged:.3g} core-hours: "
+                + ", ".join(parts)
+                + f"; their exhaustive grid: {grid:.3g} core-hours ({full} configurations "
+                "x every seed)")
 
     def uses_private_smoothness(self, experiment, solver):
         exp = self.experiment(experiment)
@@ -507,8 +663,7 @@ class Plan:
                 rest *= int(value["geomspace"][2])
             elif isinstance(value, list):
                 rest *= len(value)
-        if stage == "confirm":
-            rest = min(rest, exp["search_keep"])
+        rest = self.stage_configurations(experiment, solver, stage, rest)
         if stage == "private":  # K candidates on average, one search per selection seed
             settings = self.private_settings(experiment)
             rest = math.ceil(settings["mean"]) * settings["selection_seeds"]
@@ -517,7 +672,7 @@ class Plan:
     def _hours(self, experiment, solver, stage, passes):
         """Core-hours of configurations with these passes, on the stage's seeds."""
         exp = self.experiment(experiment)
-        seeds = 1 if stage in ("screen", "private") else exp["seeds"]
+        seeds = 1 if stage in ONE_SEED_STAGES + ("private",) else exp["seeds"]
         entries, _ = self.dataset_entries(exp["dataset"])
         ns = self.step_cost_ns(experiment, solver) * entries * seeds * sum(passes)
         return ns / 3.6e12
@@ -525,7 +680,8 @@ class Plan:
     def _largest_chunk(self, experiment, solver, stage, chunks):
         passes = self.config_passes(experiment, solver, stage)
         return max(
-            self._hours(experiment, solver, stage, passes[k::chunks]) for k in range(chunks)
+            (self._hours(experiment, solver, stage, passes[k::chunks]) for k in range(chunks)),
+            default=0.0,  # a refine without jobs
         )
 
     def chunks(self, experiment, solver, stage="grid"):
@@ -537,9 +693,11 @@ class Plan:
             return self.private_settings(experiment)["selection_seeds"]
         chunks = self.experiment(experiment)["chunks"]
         bound = self.config.get("chunk_core_hours")
+        n_configs = len(self.config_passes(experiment, solver, stage))
+        if stage == "refine":  # no job for a solver without a geomspace axis
+            chunks = min(chunks, n_configs)
         if not bound:
             return chunks
-        n_configs = len(self.config_passes(experiment, solver, stage))
         while chunks < n_configs:
             largest = self._largest_chunk(experiment, solver, stage, chunks)
             if largest <= bound:
@@ -576,7 +734,7 @@ class Plan:
             f"{top.job:.3g} core-hours ({name}/{solver}, {stage}, "
             f"{top.chunks} chunks); from measured kernel costs per step "
             f"(dpcd.plan.STEP_COST_NS; the staged confirm as search_keep per "
-            f"epsilon and passes)"
+            f"epsilon and passes, the refine at its most)"
         )
 
     # -- jobs and outputs --------------------------------------------------

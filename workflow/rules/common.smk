@@ -28,6 +28,8 @@ except ImportError:
 PLAN = plan.Plan(config, _registry and _registry(), _check_solvers)
 if workflow.is_main_process:  # once, before any job: not again in each job
     logger.info(PLAN.cost_summary())  # core-hours: 2 cores or 200?
+    if PLAN.search_summary():  # search: staged, per stage
+        logger.info(PLAN.search_summary())
 LAMBDA_GROUPS = PLAN.lambda_groups
 WARMUP_PRIORITY = plan.WARMUP_PRIORITY
 _json = plan.render
@@ -49,7 +51,8 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
-    stage="(screen/|confirm/)?",
+    stage="(screen/|refine/|confirm/)?",
+    after="screen|refine",
 
 
 def processed_path(wildcards):
@@ -80,12 +83,9 @@ sweep_priority = lambda w: PLAN.priority(w.experiment)
 problem_params = lambda w: _json(PLAN.experiment(w.experiment)["problem"])
 private_smoothness_params = lambda w: _json(PLAN.private_smoothness_spec(w.experiment))
 solve_params = lambda w: _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
-select_params = lambda w: _json(PLAN.select_spec(w.experiment))
+select_params = lambda w: _json(PLAN.select_spec(w.experiment, w.after))
 _stage = lambda w: w.stage[:-1] or "grid"  # "screen/" -> "screen"
-selection_input = lambda w: _optional(
-    _stage(w) == "confirm" and PLAN.selection_path(w.experiment)
-)
-screen_results = lambda w: chunk_results(w, stage="screen")
+selection_input = lambda w: _optional(PLAN.selection_input(w.experiment, _stage(w)))
 aggregate_params = lambda w: _json(PLAN.aggregate_spec(w.experiment))
 mlflow_experiment_name = lambda w: config["mlflow"]["experiment_prefix"] + w.experiment
 fresh_params = lambda w: _json(PLAN.fresh_spec(w.experiment)) if fresh_seeds() else ""
@@ -124,6 +124,17 @@ def chunk_results(wildcards, suffix=".parquet", stage="final"):
     """Result files of one experiment's stage (default: the tables' stage)."""
     jobs = PLAN.jobs(wildcards.experiment, stage)
     return [PLAN.job_path(job, suffix) for job in jobs]
+
+
+def selected_results(wildcards):
+    """What a select job of a staged search reads: the tables of the screen
+    and of every stage up to ``{after}`` (screen, refine)."""
+    stages = PLAN.stages(wildcards.experiment)
+    return [
+        path
+        for stage in stages[: stages.index(wildcards.after) + 1]
+        for path in chunk_results(wildcards, stage=stage)
+    ]
 
 
 def chunk_mlflow_runs(wildcards):

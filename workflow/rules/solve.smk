@@ -1,8 +1,9 @@
 # Stage 4: a non-private reference solve for F*, then the solver sweeps. A solve
 # job writes its MLflow runs to a file; the experiment's aggregate job ingests them.
 # The {stage} of a solve job is empty for search: grid (the paths of finished
-# workdirs) and "screen/" or "confirm/" for search: staged, whose select rule
-# keeps the screen's best few for the confirm jobs.
+# workdirs) and "screen/", "refine/" or "confirm/" for search: staged, whose
+# select rule keeps the best few after the screen (and after the refine, with
+# search_stride > 1) for the next stage.
 
 
 # The kernels compile once, one job at a time, before the jobs that run them:
@@ -90,13 +91,13 @@ rule solve:
 
 rule select:
     input:
-        runs=screen_results,
+        runs=selected_results,
     output:
-        "results/selection/{experiment}/screen.csv",
+        "results/selection/{experiment}/{after}.csv",
     log:
-        "results/logs/select/{experiment}/screen.log",
+        "results/logs/select/{experiment}/{after}.log",
     benchmark:
-        "results/benchmarks/select/{experiment}/screen.tsv"
+        "results/benchmarks/select/{experiment}/{after}.tsv"
     priority: sweep_priority
     conda:
         "../../envs/dpcd.yaml"

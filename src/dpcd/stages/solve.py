@@ -71,6 +71,7 @@ def cmd_solve(args):
     from dpcd import algorithms
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
+    from dpcd.sweep.run import grid_size
     from dpcd.sweep.problem import load_problem
     from dpcd.tracking.payload import mlflow_runs
     from dpcd.tracking.runs_file import write_mlflow_runs
@@ -108,12 +109,13 @@ def cmd_solve(args):
         write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
                                  "chunk": args.chunk, "configurations": len(records),
                                  "stage": spec.get("stage", "grid"), "seeds": spec["seeds"],
-                                 "seconds": split})
+                                 "grid_configurations": grid_size(spec), "seconds": split})
 
 
 def cmd_select(args):
-    """``search: staged``: keep the screen's best ``keep`` configurations per
-    (solver, epsilon, passes), by the paper's selection rule."""
+    """``search: staged``: keep the best ``keep`` configurations per (solver,
+    epsilon, passes) of what ran so far (the screen, or screen and refine), by
+    the paper's selection rule."""
     import pandas as pd
 
     from dpcd.report.search import keep_best
@@ -152,7 +154,8 @@ def register(subparsers):
     p.add_argument("--out", required=True)
     p.add_argument("--timing", help="JSON: where the job's overhead ledger goes (optional)")
 
-    p = add_command(subparsers, "select", cmd_select, "staged search: keep the screen's best")
+    p = add_command(subparsers, "select", cmd_select, "staged search: keep the best so far")
     p.add_argument("--spec", required=True, help="JSON: select_by, keep")
-    p.add_argument("--runs", nargs="+", required=True, help="the screen's tables")
+    p.add_argument("--runs", nargs="+", required=True,
+                   help="the tables of the stages so far (screen; refine)")
     p.add_argument("--out", required=True, help="selection CSV")

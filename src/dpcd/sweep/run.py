@@ -60,9 +60,15 @@ def chunk_configurations(spec, chunk):
     configs = configurations(
         spec["solver"], spec["grid"], spec["passes"], epsilons_of(spec["privacy"])
     )
-    if "selection" in spec:  # staged search, confirm: what the select job kept
-        configs = search.selected(configs, spec["selection"])
+    # staged search: the screen's lattice, the refine's neighbours, the confirm's kept
+    configs = search.stage_configurations(spec, configs)
     return chunk_of(configs, chunk, spec["chunks"])
+
+
+def grid_size(spec):
+    """Configurations of the spec's whole grid (every stage's share is of these)."""
+    return len(configurations(spec["solver"], spec["grid"], spec["passes"],
+                              epsilons_of(spec["privacy"])))
 
 
 def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment,
