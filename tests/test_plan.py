@@ -64,6 +64,7 @@ def test_stdlib_and_yaml_only():
 @pytest.mark.parametrize("path", sorted(SOLVE_JOBS))
 def test_job_list_of_every_config(path):
     config = load(path)
+    config["search"] = "grid"  # the exhaustive grid (the SLURM profile's search=grid)
     p = make(config)
     jobs = p.jobs()
     assert len(jobs) == SOLVE_JOBS[path]
@@ -325,8 +326,10 @@ FULL = ("config/paper/dpcd_icml22.yaml", "config/paper/dpgcd_aistats23.yaml",
 def test_chunk_core_hours_bounds_every_job(path):
     """With chunk_core_hours set, every solve job's estimate is within it
     (or the job is one configuration, the least a job runs); the sweep's total
-    does not depend on how it is cut; without it the chunks are as configured."""
+    does not depend on how it is cut; without it the chunks are as configured.
+    The exhaustive grid, as the SLURM profile runs it (search=grid)."""
     config = load(path)
+    config["search"] = "grid"
     loose = make(config)
     config["chunk_core_hours"] = 2
     sized = make(config)
@@ -451,10 +454,8 @@ def test_coarse_to_fine_keeps_each_full_config_small():
                                ("config/paper/dpgcd_aistats23.yaml", 2, 10),
                                ("config/paper/dpscd_aaai21.yaml", 40, 9)):
         config = load(path)
-        grid = make(config)
-        for exp in config["experiments"].values():
-            exp["search"] = "staged"
-        p = make(config)
+        grid = make({**config, "search": "grid"})
+        p = make({**config, "search": "staged"})
         staged = sum(p.cost(n, s, st).sweep for n in p.experiments for st in p.stages(n)
                      for s in p.experiment(n)["solvers"])
         exhaustive = sum(grid.cost(n, s).sweep for n in grid.experiments
@@ -474,7 +475,7 @@ def test_sparse_data_costs_its_non_zeros():
 
 def test_cost_summary_names_total_and_largest_job():
     config = load("config/paper/dpscd_aaai21.yaml")
-    config["chunk_core_hours"] = 2
+    config.update(chunk_core_hours=2, search="grid")
     p = make(config)
     text = p.cost_summary()
     total = sum(
@@ -521,3 +522,32 @@ def test_coarse_to_fine_counts_match_the_sweep():
             fine = refine_configurations(configs, grid, 3, keep)
             assert not {config_id(c) for c in fine} & {config_id(c) for c in screen}
             assert (len(fine) == bound) if whole else (0 < len(fine) < bound)
+
+
+
+def test_top_level_search_sets_every_experiment():
+    """`search` at the top (the paper configs' staged, the SLURM profile's
+    search=grid) is every experiment's search, whatever each says."""
+    config = load("config/paper/dpcd_icml22_quick.yaml")
+    names = sorted(config["experiments"])
+    config["experiments"][names[0]]["search"] = "staged"
+    config["search"] = "grid"
+    p = make(config)
+    assert {p.search(n) for n in names} == {"grid"}
+    assert {j.stage for j in p.jobs()} == {"grid"}
+    config["search"] = "staged"
+    p = make(config)
+    assert {p.search(n) for n in names} == {"staged"}
+    assert {"screen", "confirm"} <= {j.stage for j in p.jobs()}
+    config["search"] = None  # the schema's default: each experiment's own
+    p = make(config)
+    assert [p.search(n) for n in names] == ["staged"] + ["grid"] * (len(names) - 1)
+
+
+def test_paper_configs_search_staged_and_slurm_profile_grid():
+    """One machine runs the full paper configs staged; the cluster profile
+    switches them to the exhaustive grid with one setting."""
+    for name in ("dpcd_icml22", "dpgcd_aistats23", "dpscd_aaai21"):
+        assert load(f"config/paper/{name}.yaml")["search"] == "staged"
+    with open(os.path.join(REPO, "config", "profiles", "slurm", "config.yaml")) as fh:
+        assert "search=grid" in yaml.safe_load(fh)["config"]

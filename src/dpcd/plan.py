@@ -245,6 +245,9 @@ class Plan:
         config["experiments"], self.lambda_groups = expand_lambda_grids(
             config["experiments"]
         )
+        if config.get("search"):  # one setting for the whole run (profiles, --config)
+            for exp in config["experiments"].values():
+                exp["search"] = config["search"]
         self.registry = registry
         self._check(check_solvers)
 

@@ -98,9 +98,15 @@ def test_exhaustive_grid_is_cut_for_the_cluster(clone):
     config = "config/paper/dpscd_aaai21.yaml"
     total, n_jobs, sizing, largest, solve_jobs = _dry_run(
         clone, "--workflow-profile", "config/profiles/slurm", "--configfile", config)
-    assert PROFILE["config"] == ["chunk_core_hours=2"] and sizing == "chunk_core_hours: 2"
+    assert PROFILE["config"] == ["chunk_core_hours=2", "search=grid"]
+    assert sizing == "chunk_core_hours: 2"
     assert n_jobs == solve_jobs and largest <= 2
     assert total > 100  # a cluster's run: the estimate says so before anything runs
-    local = _dry_run(clone, "--workflow-profile", "config/profiles/default", "--configfile", config)
+    # The same grid on one machine: the configured chunks, the same total.
+    local = _dry_run(clone, "--workflow-profile", "config/profiles/default", "--configfile", config,
+                     "--config", "search=grid")
     assert local[2] == "chunks as configured" and local[1] == local[4] < solve_jobs
     assert local[3] > 2 and abs(local[0] - total) <= 0.01 * total
+    # The config as committed (search: staged) is a fraction of the grid.
+    staged = _dry_run(clone, "--workflow-profile", "config/profiles/default", "--configfile", config)
+    assert staged[0] < total / 5
