@@ -3,7 +3,8 @@ settings and refusals, the candidates' events against dp-accounting computed
 independently (DP-CD, DP-SGD under replace-one and add-or-remove, DP-SCD
 without replacement, primal DP-SCD), the workflow score's sensitivity on
 neighbouring datasets, and the refusals of trainings repeat-and-select cannot
-compose (DP-CD-P, DP-GCD, seqDP-SCD, PLD-only events)."""
+compose (DP-CD-P, DP-GCD at the paper's scale, seqDP-SCD, PLD-only events), and
+that dpcd.PrivateSearch accepts exactly the candidates the workflow accepts."""
 
 import copy
 import math
