@@ -152,9 +152,8 @@ def test_poisson_can_release_nothing(regression):
     (dict(param_grid={"step": [0.1]}), "param_grid"),
     (dict(param_grid={"step": [0.1, 1.0]}, estimator=DPCoordinateDescentRegressor()),
      "dp_cd_p"),
-    (dict(param_grid={"penalty": ["l1", "l2"]}, k_mean=1.0, k_distribution="poisson",
-          estimator=DPCoordinateDescentRegressor(solver="dp_gcd")), "dp_gcd"),
-    (dict(estimator=DPCoordinateDescentRegressor(solver="dp_sgd")), "replace_one"),
+    (dict(estimator=DPCoordinateDescentRegressor(solver="seq_dp_scd", penalty="l2")),
+     "max_batch_size"),
     (dict(estimator=DPCoordinateDescentRegressor(solver="dp_sgd",
                                                  neighbouring="add_or_remove_one"),
           select_by="validation"), "fixed n"),
@@ -180,7 +179,9 @@ def test_clone_and_params():
     ("dp_cd", "replace_one", ("gaussian", 5 * 5)),
     ("primal_dp_scd", "replace_one", ("gaussian", 13)),  # ceil(5 * 5 / 2)
     ("dp_sgd", "add_or_remove_one", ("poisson_gaussian", 2 / 300, 750)),
+    ("dp_sgd", "replace_one", ("gaussian", 750)),  # unsampled, sensitivity 2C
     ("dp_scd", "replace_special", ("poisson_gaussian", 2 / 300, 750)),
+    ("dp_gcd", "replace_one", ("pure_pair", 5)),  # T = passes iterations
 ])
 def test_training_spec_is_what_the_fit_accounts(solver, neighbouring, expected):
     est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring, passes=5,
@@ -189,17 +190,83 @@ def test_training_spec_is_what_the_fit_accounts(solver, neighbouring, expected):
 
 
 @pytest.mark.parametrize("solver,neighbouring,match", [
-    ("dp_scd", "replace_one", "PLD only"),
-    ("dp_sgd", "replace_one", "PLD only"),
-    ("seq_dp_scd", "replace_one", "PLD only"),
+    ("dp_scd", "replace_one", "pld"),
+    ("seq_dp_scd", "replace_one", "max_batch_size"),
     ("seq_dp_scd", "replace_special", "max_batch_size"),
-    ("dp_cd_p", "replace_one", "dp_cd_p"),
-    ("dp_gcd", "replace_one", "dp_gcd"),
+    ("dp_cd_p", "replace_one", "solver='dp_cd'"),
 ])
 def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, match):
     est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring)
     with pytest.raises(ValueError, match=match):
         ps.training_spec(est, 300, 4)
+
+
+def test_default_solver_refused_saying_how_to_proceed(regression):
+    """dp_cd_p (the estimators' default) is refused before anything runs."""
+    X, y = regression
+    with pytest.raises(ValueError, match=r"dp_cd_p.*smoothness.*solver='dp_cd'"):
+        PrivateSearch(DPCoordinateDescentRegressor(), {"step": [0.1, 1.0]}).fit(X, y)
+
+
+def _rr_laplace(z, iterations):
+    """DP-GCD's correct event, from its definition: T iterations of an
+    eps'-DP report-noisy-max (as randomized response over 2 outcomes at eps',
+    the worst case) and an eps'-DP Laplace entry, eps' = 1/z."""
+    return dp_event.ComposedDpEvent([
+        dp_event.SelfComposedDpEvent(
+            dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(1 / z)), 2), iterations),
+        dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(z), iterations)])
+
+
+NEW_CANDIDATES = {
+    # name: (estimator, grid, released training mechanisms -> training event)
+    "dp_gcd": (dict(solver="dp_gcd", passes=4), {"step": [0.3, 1.0], "clip": [0.5, 1.0]},
+               lambda mechs: _rr_laplace(mechs[1].noise_multiplier, 4)),
+    "dp_sgd_replace_one": (
+        dict(solver="dp_sgd", neighbouring="replace_one", passes=2, batch_size=20),
+        {"step": [0.1, 1.0], "clip": [0.5, 1.0]},
+        lambda mechs: dp_event.SelfComposedDpEvent(
+            dp_event.GaussianDpEvent(mechs[0].noise_multiplier), 2 * 300 // 20)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_CANDIDATES))
+def test_new_candidates_release_what_dp_accounting_gives(regression, case):
+    """DP-GCD (correct scale, RDP) and DP-SGD under replace-one (unsampled
+    Gaussians of sensitivity 2C): the released epsilon equals dp-accounting's
+    RepeatAndSelectDpEvent of the training event built here from the
+    algorithm's definition and the noised score; the fitted attributes work."""
+    X, y = regression
+    params, grid, training = NEW_CANDIDATES[case]
+    search = PrivateSearch(DPCoordinateDescentRegressor(**params), grid, epsilon=1.0,
+                           delta=1e-5, k_mean=3, random_state=11)
+    with pytest.warns(PrivacyLeakWarning):
+        search.fit(X, y)
+    ledger = search.privacy_ledger_
+    *mechs, score = ledger.mechanisms
+    assert score.group == "selection" and score.kind == "laplace"
+    acc = rdp.RdpAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    acc.compose(dp_event.RepeatAndSelectDpEvent(
+        dp_event.ComposedDpEvent([training(mechs),
+                                  dp_event.LaplaceDpEvent(score.noise_multiplier)]), 3.0, 1.0))
+    expected = acc.get_epsilon(1e-5)
+    assert ledger.epsilon_achieved == pytest.approx(expected, rel=1e-9)
+    assert 0.9 < ledger.epsilon_achieved <= 1.0
+    assert ledger.neighbouring == "replace_one"
+    assert "hyperparameter_selection" not in ledger.nonprivate_inputs
+    assert search.n_candidates_ == ledger.selection["k"] == len(search.candidate_params_) >= 1
+    assert search.best_params_ in search.candidate_params_
+    assert set(search.best_params_) == set(grid)
+    np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
+    assert search.predict(X).shape == (300,)
+    if case == "dp_sgd_replace_one":  # no amplification: std z * 2C
+        (train,) = mechs
+        assert train.sensitivity == pytest.approx(2.0 * search.best_params_["clip"])
+        assert train.sampling == "poisson" and "without amplification" in train.note
+    else:
+        select, grad = mechs
+        assert (select.kind, grad.kind) == ("report_noisy_max", "laplace")
+        assert "invalid_bound" not in ledger.caveats
 
 
 def test_primal_dp_scd_hinge_candidates(classification):

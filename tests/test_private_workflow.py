@@ -3,7 +3,8 @@ settings and refusals, the candidates' events against dp-accounting computed
 independently (DP-CD, DP-SGD under replace-one and add-or-remove, DP-SCD
 without replacement, primal DP-SCD), the workflow score's sensitivity on
 neighbouring datasets, and the refusals of trainings repeat-and-select cannot
-compose (DP-CD-P, DP-GCD, seqDP-SCD, PLD-only events)."""
+compose (DP-CD-P, DP-GCD at the paper's scale, seqDP-SCD, PLD-only events), and
+that dpcd.PrivateSearch accepts exactly the candidates the workflow accepts."""
 
 import copy
 import math
@@ -373,3 +374,70 @@ def test_tables_keep_every_cell_of_a_validation_search():
         assert row.config_id == released_id("dp_cd", row.epsilon, 2)
         first = runs[(runs["epsilon"] == row.epsilon) & (runs["seed_index"] == 0)]
         assert row.step == first["step"].iloc[0]
+
+
+# --- one rule for the workflow and dpcd.PrivateSearch ---------------------------
+def _workflow_candidate(solver, relation, problem, grid):
+    """The workflow's answer: its planner, then the candidate rule on each
+    configuration's calibration as private_run._search reads it. The spec, or
+    the refusal's message."""
+    config = copy.deepcopy(CONFIG)
+    exp = config["experiments"]["e"]
+    exp["solvers"] = {solver: {**{k: [v] for k, v in grid.items()}, "clip": [0.5, 1.0]}}
+    exp["privacy"]["neighbouring"] = relation
+    if "scd" in solver:
+        exp["problem"]["penalty"] = "l2"
+    try:
+        make(config)
+        cal = algorithms.get(solver).calibrate(
+            problem, {**grid, "passes": 2, "epsilon": 1.0}, Budget(1.0, 1e-4, "rdp", relation))
+        return candidate_spec(cal.ledger, problem.n_samples)[0]
+    except ValueError as err:
+        return f"refused: {err}"
+
+
+def _calibrated_under(solver, relation):
+    try:
+        algorithms.get(solver).check_neighbouring(relation)
+    except ValueError:
+        return False
+    return True
+
+
+SAME_RULE = [(solver, relation) for solver in algorithms.names(private=True)
+             for relation in ("replace_one", "add_or_remove_one", "replace_special")
+             if _calibrated_under(solver, relation)]
+
+
+@pytest.mark.parametrize("solver, relation", SAME_RULE)
+def test_estimator_and_workflow_accept_the_same_candidates(solver, relation):
+    """Every registered private algorithm under every relation it calibrates
+    under: dpcd.PrivateSearch's candidate rule (training_spec) accepts exactly
+    what the workflow's search: private accepts, with the same event."""
+    from dpcd.estimators import DPCoordinateDescentRegressor
+    from dpcd.sweep import private_search as ps
+
+    scd = "scd" in solver
+    problem = _problem(penalty="l2" if scd else "l1", alpha=0.1 if scd else 0.05,
+                       unit_rows=solver in ("dp_scd", "seq_dp_scd"),
+                       unit_columns=solver == "primal_dp_scd")
+    grid = {"clip": 1.0, "step": 1.0,
+            **({"batch_size": 6} if solver in ("dp_sgd", "dp_scd", "seq_dp_scd")
+               else {"batch_size": 2} if solver == "primal_dp_scd" else {})}
+    workflow = _workflow_candidate(solver, relation, problem, grid)
+    est = DPCoordinateDescentRegressor(
+        solver=solver, neighbouring=relation, passes=2, fit_intercept=False,
+        penalty="l2" if scd else "l1", alpha=0.1 if scd else 0.05, **grid)
+    try:
+        estimator = ps.training_spec(est, problem.n_samples, problem.n_features, 1.0,
+                                     1e-4)[0]
+    except ValueError as err:
+        estimator = f"refused: {err}"
+    assert isinstance(workflow, tuple) == isinstance(estimator, tuple), (workflow, estimator)
+    if isinstance(workflow, tuple):
+        assert workflow == estimator
+    expected_accepted = {("dp_cd", "replace_one"), ("dp_gcd", "replace_one"),
+                         ("dp_sgd", "replace_one"), ("dp_sgd", "add_or_remove_one"),
+                         ("dp_sgd", "replace_special"), ("dp_scd", "replace_special"),
+                         ("primal_dp_scd", "replace_one")}
+    assert isinstance(workflow, tuple) == ((solver, relation) in expected_accepted)

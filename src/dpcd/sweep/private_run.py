@@ -5,9 +5,9 @@ Steinke 2022; :mod:`dpcd.privacy.selection`) on the experiment's problem:
 
 1. every configuration of the grid at that (epsilon, passes) is a possible
    candidate; its training event is read off its calibration under the RDP
-   accountant (:func:`candidate_spec`: one Gaussian optimisation mechanism,
-   the ``dp_accounting`` event the calibration accounted, or a refusal with
-   the reason);
+   accountant (:func:`dpcd.sweep.candidate.candidate_spec`, the rule
+   :class:`dpcd.PrivateSearch` shares: the ``dp_accounting`` event the
+   calibration accounted, or a refusal with the reason);
 2. :func:`dpcd.privacy.selection.calibrate_selection` splits the target
    between training and score and finds the training's per-candidate ε;
 3. K and K configurations are drawn from the search's seed only
@@ -33,7 +33,8 @@ import numpy as np
 
 from dpcd import algorithms
 from dpcd.algorithms import Budget
-from dpcd.privacy import accounting, selection
+from dpcd.privacy import selection
+from dpcd.sweep.candidate import aligned, candidate_spec, check_trained
 from dpcd.sweep.grid import config_id, configurations, run_entropy, run_identity, run_seed
 from dpcd.sweep.private_search import SearchSettings, candidate_entropy, draw_search
 from dpcd.sweep.run import (
@@ -64,71 +65,6 @@ def released_id(solver, epsilon, passes):
 # B when search_private.score_clip is null: the loss of the zero model on a
 # unit label for the workflow's datafits (squares has no 1/2), a constant.
 DEFAULT_SCORE_CLIP = {"squares": 1.0, "logistic": math.log(2.0), "hinge": 1.0}
-
-
-def candidate_spec(ledger, n_samples):
-    """The ``dp_accounting`` spec (:mod:`dpcd.privacy.accounting`) of a
-    calibrated training, from its ledger, and its noise multiplier.
-
-    Raises ``ValueError`` with the reason when the training is not one
-    Gaussian release accounted by RDP at the ledger's δ (then repeat-and-select
-    cannot compose it). The spec is checked to be the event the calibration
-    accounted: its ``dp_accounting`` repr equals the ledger's budget line.
-    """
-    if ledger is None:
-        raise ValueError("a non-private run cannot be a private-search candidate")
-    if [m.kind for m in ledger.mechanisms] == ["report_noisy_max", "laplace"]:
-        return _pure_pair_spec(ledger)
-    if len(ledger.mechanisms) != 1 or len(ledger.budget) != 1:
-        raise ValueError(f"{ledger.algorithm}: {len(ledger.mechanisms)} mechanisms and "
-                         f"{len(ledger.budget)} budget lines; a candidate needs one training "
-                         "event")
-    m, line = ledger.mechanisms[0], ledger.budget[0]
-    if m.kind != "gaussian" or line.accountant != "rdp":
-        raise ValueError(f"{ledger.algorithm}: its {m.kind} release is accounted by "
-                         f"{line.accountant}; a candidate needs a Gaussian event under RDP")
-    if line.delta != ledger.delta:
-        raise ValueError(f"{ledger.algorithm}: part of delta is charged outside the "
-                         "accounted event (a tail), which repeat-and-select does not account")
-    if line.dp_event.startswith("SelfComposedDpEvent(event=GaussianDpEvent"):
-        spec = ("gaussian", m.count)
-    elif m.sampling == "poisson":
-        spec = ("poisson_gaussian", m.sampling_rate, m.count)
-    elif m.sampling == "without_replacement":
-        spec = ("wor_gaussian", n_samples, int(round(m.sampling_rate * n_samples)), m.count)
-    else:
-        raise ValueError(f"{ledger.algorithm}: unknown event {line.dp_event}")
-    z = m.noise_multiplier / accounting.sensitivity_unit(spec, ledger.neighbouring)
-    if repr(accounting.make_event(spec, z)) != line.dp_event:
-        raise ValueError(f"{ledger.algorithm}: derived event {spec} at z={z} is not the "
-                         f"accounted one, {line.dp_event}")
-    return spec, z
-
-
-def _pure_pair_spec(ledger):
-    """DP-GCD's T iterations of an ε′-DP selection and an ε′-DP Laplace entry
-    (``("pure_pair", T)``, z = 1/ε′), when its ledger says so: the correct
-    selection scale (no ``invalid_bound``), the RDP composition, one budget
-    line whose ε is that of the rebuilt event."""
-    select, grad = ledger.mechanisms
-    line = ledger.budget[0] if len(ledger.budget) == 1 else None
-    if "invalid_bound" in ledger.caveats:
-        raise ValueError(f"{ledger.algorithm}: the paper's selection scale is no valid "
-                         "bound (invalid_bound); a candidate needs mode correct")
-    if line is None or line.accountant != "rdp" or not line.dp_event.endswith(", rdp"):
-        raise ValueError(f"{ledger.algorithm}: its pure-DP steps are composed by "
-                         f"{line and line.accountant}; a candidate needs the rdp composition")
-    if select.count != grad.count or ledger.neighbouring != "replace_one":
-        raise ValueError(f"{ledger.algorithm}: not T pairs of releases under replace_one")
-    spec, z = ("pure_pair", grad.count), grad.noise_multiplier
-    if not math.isclose(select.noise_multiplier, 2.0 * z, rel_tol=1e-12):
-        raise ValueError(f"{ledger.algorithm}: selection scale {select.noise_multiplier} is "
-                         f"not the eps_step-DP one, 2/eps_step = {2.0 * z}")
-    rebuilt = accounting.epsilon_of(spec, z, ledger.delta, "rdp", "replace_one")
-    if not math.isclose(rebuilt, line.epsilon_achieved, rel_tol=1e-9):
-        raise ValueError(f"{ledger.algorithm}: rebuilt event gives epsilon {rebuilt}, the "
-                         f"ledger {line.epsilon_achieved}")
-    return spec, z
 
 
 def score_mechanism(problem, select_by, noise, clip=None):
@@ -247,10 +183,7 @@ def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, d
         result, ledger = algorithm.run(problem, config,
                                        [int(x) for x in fit_ss.generate_state(4)], budget)
         accounted = specs[config_id(config)]
-        got, z = candidate_spec(ledger, problem.n_samples)
-        if got != accounted or z < cal.train_multipliers[accounted] * (1 - 1e-12):
-            raise RuntimeError(f"candidate trained with {got} at z={z}; the selection "
-                               f"accounted {accounted} at {cal.train_multipliers[accounted]}")
+        check_trained(ledger, problem.n_samples, accounted, cal.train_multipliers[accounted])
         for item in problem.nonprivate_inputs:
             ledger = ledger.add_nonprivate_input(item)
         noisy = score.noisy(score_value(problem, score, result.w), cal.score_multiplier,
@@ -278,29 +211,17 @@ def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, d
 
 
 def _aligned(cal, algorithm, problem, configs, delta, neighbouring, search, relation):
-    """``cal`` with each training's noise multiplier the one the algorithm's own
-    calibration gives at ``cal.train_epsilon`` (DP-GCD searches its ε′ itself,
-    a few 1e-9 from the selection's search) and the total recomputed from
-    them; ``train_epsilon`` lowered by 1e-6 (then 1e-5, ...) until the total
-    meets the target. Never more than the target: what runs is what is accounted."""
-    from dataclasses import replace
-
-    eps_t = cal.train_epsilon
-    for attempt in range(6):
+    """``cal`` aligned on the trainings' own calibrations (:func:`aligned`)."""
+    def zs_at(eps_t):
         zs = {}
         for config in configs:
             run_cal = algorithm.calibrate(problem, config,
                                           Budget(eps_t, delta, "rdp", neighbouring))
             spec, z = candidate_spec(run_cal.ledger, problem.n_samples)
             zs[spec] = min(z, zs.get(spec, math.inf))
-        total = selection.selection_epsilon(list(zs.items()), cal.score_spec,
-                                            cal.score_multiplier, search.k_mean,
-                                            search.shape, delta, relation)
-        if total <= cal.epsilon:
-            return replace(cal, train_epsilon=eps_t, train_multipliers=zs,
-                           epsilon_achieved=total)
-        eps_t *= 1.0 - 1e-6 * 10**attempt
-    raise RuntimeError(f"the trainings' own calibrations overshoot the target {cal.epsilon}")
+        return zs
+
+    return aligned(cal, zs_at, search.k_mean, search.shape)
 
 
 def _record(config, cid, result, ledger, problem, f_star, start):

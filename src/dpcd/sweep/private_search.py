@@ -18,18 +18,21 @@ experiment: its grid, data, target (ε, δ) and settings) or the
    score and the ledger of the whole release.  The other candidates' models
    and scores are discarded (releasing them is not covered).
 
-Which trainings can be candidates: the repeat-and-select bound needs each
-candidate's Rényi DP, so the training must have an RDP accountant under its
-relation: ``dp_cd`` and ``primal_dp_scd`` (replace-one, unsampled
-Gaussians), ``dp_sgd`` with Poisson batches under add-or-remove-one or the
-zero record, ``dp_scd`` with Poisson batches under the zero record and
-``seq_dp_scd`` with batches without replacement under replace-one.  The
-others are refused with the reason (``dp_cd_p``'s private smoothness release
-and ``dp_gcd``'s report-noisy-max are not expressed as RDP events here yet;
-Poisson sampling under replace-one is accounted by PLD only).  After each fit
-the candidate's ledger is checked against the event the calibration
-accounted (count, sampling rate, noise multiplier never below), so a
-mismatch refuses rather than under-reports.
+Which trainings can be candidates: the rule the workflow's ``search:
+private`` applies, :func:`dpcd.sweep.candidate.candidate_spec`, on each
+configuration's training calibrated under the RDP accountant from its
+settings and the data's shape (:func:`calibrated_ledger`): ``dp_cd``,
+``primal_dp_scd``, ``dp_sgd`` (replace-one: unsampled Gaussians of
+sensitivity 2C, no amplification; Poisson batches under add-or-remove-one
+or the zero record), ``dp_scd`` (without replacement, or Poisson under the
+zero record) and ``dp_gcd`` (its correct selection scale: T pairs of an
+ε′-DP randomized response and an ε′-DP Laplace entry).  ``dp_cd_p`` (its
+smoothness release) and ``seq_dp_scd`` are refused with the reason
+(:data:`dpcd.plan.PRIVATE_REFUSED`).  Each calibration is aligned on the
+trainings' own (:func:`dpcd.sweep.candidate.aligned`) and after each fit the
+candidate's ledger is read again by the same rule and checked against the
+accounted event (noise multiplier never below), so a mismatch refuses
+rather than under-reports.
 """
 
 from __future__ import annotations
@@ -38,17 +41,25 @@ import itertools
 import math
 import warnings
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from dpcd import algorithms
+from dpcd.algorithms import Budget
 from dpcd.leak import PrivacyLeakWarning
+from dpcd.plan import PRIVATE_CANDIDATES, PRIVATE_REFUSED
 from dpcd.privacy import calibrate as cal_mod
 from dpcd.privacy import selection
 from dpcd.privacy.ledger import Ledger
+from dpcd.problems import make_problem
+from dpcd.sweep.candidate import aligned, candidate_spec, check_trained
 from dpcd.sweep.grid import expand_grid, run_entropy
 
-SUPPORTED_SOLVERS = ("dp_cd", "dp_sgd", "dp_scd", "seq_dp_scd", "primal_dp_scd")
+#: The solvers that can be candidates (the workflow's list, dpcd.plan); which
+#: of their settings can is decided per configuration by candidate_spec.
+SUPPORTED_SOLVERS = PRIVATE_CANDIDATES
 
 
 @dataclass(frozen=True)
@@ -181,52 +192,52 @@ def _relation(estimator):
     return rel
 
 
-def training_spec(estimator, n_samples, n_features):
-    """Accounting spec of ``estimator``'s training (settings only, no data),
-    and its relation; ``ValueError`` for trainings without an RDP account."""
+def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
+    """The ledger of ``estimator``'s training calibrated at (``epsilon``,
+    ``delta``) under the RDP accountant, from its settings and the data's
+    shape only (no record is read): its algorithm's own ``calibrate`` on a
+    probe of unit smoothness constants (the noise multipliers do not depend
+    on them: thresholds and noise scale together).  ``ValueError`` for a
+    solver without a calibration of its own (``dp_cd_p``: its smoothness
+    release), naming the reason and how to proceed."""
     solver = estimator.solver
-    if solver not in SUPPORTED_SOLVERS:
-        raise ValueError(f"solver={solver!r} cannot be a private-search candidate yet: "
-                         f"supported {', '.join(SUPPORTED_SOLVERS)} (see "
-                         "dpcd.sweep.private_search)")
+    if solver not in algorithms.names(private=True):
+        raise ValueError(f"solver={solver!r} is not a private solver")
+    spec = algorithms.get(solver)
+    if spec.smoothness == "private":  # each fit releases its own constants
+        raise ValueError(f"solver={solver!r} cannot be a private-search candidate: its "
+                         "Laplace release of the smoothness constants (and of a bound, "
+                         "without public bounds) is not composed with its Gaussian steps "
+                         "into one RDP event here; use solver='dp_cd' (its exact constants "
+                         "are then the named non-private input exact_smoothness)")
+    if solver in PRIVATE_REFUSED or spec.calibrate is None:
+        raise ValueError(f"solver={solver!r} cannot be a private-search candidate: "
+                         f"{PRIVATE_REFUSED.get(solver, 'it has no calibration of its own')}")
     if getattr(estimator, "noise", "fast") != "fast":
         raise ValueError("noise: private search runs with noise='fast' only")
     relation = _relation(estimator)
-    if solver == "dp_cd":
-        if relation != "replace_one":
-            raise ValueError(f"neighbouring={relation!r}: dp_cd runs under replace_one only")
-        p = n_features + bool(estimator.fit_intercept)
-        return ("gaussian", cal_mod.dp_cd_steps(p, estimator.passes)), relation
-    batch = int(estimator.batch_size)
-    if solver == "primal_dp_scd":  # every record each step, batches of coordinates
-        p = n_features + bool(estimator.fit_intercept)
-        return ("gaussian", int(math.ceil(estimator.passes * p / batch))), relation
-    steps = int(math.ceil(estimator.passes * n_samples / batch))
-    if relation == "replace_one":
-        raise ValueError(f"neighbouring='replace_one': {solver}'s Poisson batches are then "
-                         "accounted by PLD only; repeat-and-select needs RDP: use "
-                         "neighbouring='add_or_remove_one' (dp_sgd) or 'replace_special'")
-    if solver == "seq_dp_scd":
-        raise ValueError("neighbouring='replace_special': seq_dp_scd's Poisson batches are "
-                         "calibrated at a max_batch_size whose tail is charged to delta, "
-                         "which repeat-and-select does not account; seq_dp_scd cannot be a "
-                         "candidate yet")
-    return ("poisson_gaussian", batch / n_samples, steps), relation
+    spec.check_neighbouring(relation)
+    config = {**estimator._config(spec, epsilon), "passes": estimator.passes}
+    p = n_features + bool(estimator.fit_intercept)
+    _, penalty = make_problem(estimator._loss, "l2" if spec.record_norm else estimator.penalty,
+                              estimator._internal_alpha(), estimator.l1_ratio)
+    probe = SimpleNamespace(n_samples=n_samples, n_features=p, smoothness=np.ones(p),
+                            penalty=penalty)
+    try:
+        return spec.calibrate(probe, config, Budget(epsilon, delta, "rdp", relation)).ledger
+    except ValueError as err:
+        raise ValueError(f"solver={solver!r} cannot be a private-search candidate with "
+                         f"neighbouring={relation!r}: {err}") from err
 
 
-def _check_trained(ledger: Ledger, spec, z):
-    """The fit's ledger is the event the calibration accounted, noise not below."""
-    mechs = [m for m in ledger.mechanisms if m.group == "optimisation"]
-    if len(ledger.mechanisms) != 1 or len(mechs) != 1:
-        raise RuntimeError(f"candidate ledger has mechanisms {ledger.mechanisms}; "
-                           f"expected the single training event {spec}")
-    m = mechs[0]
-    rate = {"poisson_gaussian": lambda: spec[1], "wor_gaussian": lambda: spec[2] / spec[1]}.get(
-        spec[0], lambda: 1.0)()
-    if m.count != spec[-1] or not math.isclose(m.sampling_rate, rate, rel_tol=1e-12) \
-            or m.noise_multiplier < z * (1 - 1e-12):
-        raise RuntimeError(f"candidate trained with {m} but the selection accounted "
-                           f"{spec} at noise multiplier {z}")
+def training_spec(estimator, n_samples, n_features, epsilon=1.0, delta=None):
+    """Accounting spec of ``estimator``'s training and its relation, by the
+    rule the workflow applies (:func:`dpcd.sweep.candidate.candidate_spec` on
+    :func:`calibrated_ledger`); ``ValueError`` with the reason for trainings
+    repeat-and-select cannot compose."""
+    delta = 1.0 / n_samples ** 2 if delta is None else delta
+    ledger = calibrated_ledger(estimator, n_samples, n_features, epsilon, delta)
+    return candidate_spec(ledger, n_samples)[0], ledger.neighbouring
 
 
 def _penalty(est, w):
@@ -347,7 +358,7 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     specs, relations = {}, set()
     for config in configs:
         est = clone(estimator).set_params(**config)
-        spec, rel = training_spec(est, X_fit.shape[0], p)
+        spec, rel = training_spec(est, X_fit.shape[0], p, epsilon, delta)
         specs[tuple(sorted(config.items()))] = spec
         relations.add(rel)
     if len(relations) != 1:
@@ -363,6 +374,17 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         list(specs.values()), epsilon, delta, settings.k_mean, settings.shape,
         settings.score_fraction, settings.score_noise, relation)
 
+    def zs_at(eps_t):  # each training's own calibration at eps_t (DP-GCD: its eps')
+        zs = {}
+        for config in configs:
+            led = calibrated_ledger(clone(estimator).set_params(**config), X_fit.shape[0], p,
+                                    eps_t, delta)
+            spec, z = candidate_spec(led, X_fit.shape[0])
+            zs[spec] = min(z, zs.get(spec, math.inf))
+        return zs
+
+    calibration = aligned(calibration, zs_at, settings.k_mean, settings.shape)
+
     best = None
     for index, config in enumerate(drawn):
         fit_ss, score_ss = np.random.SeedSequence(candidate_entropy(
@@ -374,7 +396,8 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             est.fit(X_fit, y_fit)
         spec = specs[tuple(sorted(config.items()))]
-        _check_trained(est.privacy_ledger_, spec, calibration.train_multipliers[spec])
+        check_trained(est.privacy_ledger_, X_fit.shape[0], spec,
+                      calibration.train_multipliers[spec])
         values, penalty = candidate_values(est, X_score, y_score, metric)
         noisy = score.noisy(score.value(values, penalty), calibration.score_multiplier,
                             np.random.default_rng(score_ss))
@@ -398,5 +421,6 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
 
 __all__ = ["SUPPORTED_SOLVERS", "SearchResult", "SearchSettings", "candidate_entropy",
            "candidate_values",
-           "draw_search", "grid_configurations", "private_search", "training_spec",
+           "calibrated_ledger", "draw_search", "grid_configurations", "private_search",
+           "training_spec",
            "validation_split"]
