@@ -8,8 +8,15 @@ agreed (same configuration), within noise (the staged choice's mean criterion
 over all seeds within one standard error of the grid's choice's), disagrees.
 
     python bench/search_agreement.py WORKDIR CONFIG [--keep 3] [--stride 3] [--refine 2]
+        [--fidelity 1 --promote 6] [--staged STAGED_WORKDIR]
 
 CONFIG is the config the grid run used (its experiments, grids, select_by).
+With ``--staged``, the selection is not replayed but read from a finished
+``search: staged`` run of the same CONFIG (``--config search=staged``): its
+runs share the grid's streams, so its confirm's kept configurations are
+judged on the grid's seeds. This is how a multi-fidelity screen is measured
+with ``select_by: validation`` (an exhaustive run records no validation
+metric before a run's end, so it cannot be replayed).
 """
 import argparse
 import copy
@@ -66,6 +73,22 @@ def agreement(runs, rule, kept):
     return pd.DataFrame(rows)
 
 
+def staged_selection(workdir, name):
+    """What a finished staged run kept for its confirm, and each stage's count."""
+    counts = {}
+    for stage in ("screen", "refine", "promote", "confirm"):
+        paths = sorted(glob.glob(f"{workdir}/results/runs/{name}/*/{stage}/chunk*.parquet"))
+        if paths:
+            ids = pd.concat([pd.read_parquet(path, columns=["config_id"]) for path in paths])
+            counts[stage] = ids["config_id"].nunique()
+    # the confirm reads the last select's: after the promote, the refine or the screen
+    for stage in ("promote", "refine", "screen"):
+        path = f"{workdir}/results/selection/{name}/{stage}.csv"
+        if os.path.exists(path):
+            return pd.read_csv(path), counts
+    raise FileNotFoundError(f"{workdir}: no selection of experiment {name}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir")
@@ -73,6 +96,9 @@ def main():
     parser.add_argument("--keep", type=int, default=3)
     parser.add_argument("--stride", type=int, default=3)
     parser.add_argument("--refine", type=int, default=2)
+    parser.add_argument("--fidelity", type=float, default=1.0)
+    parser.add_argument("--promote", type=int, default=6)
+    parser.add_argument("--staged", help="a finished search: staged run of CONFIG")
     args = parser.parse_args()
     with open(args.config) as fh:
         config = yaml.safe_load(fh)
@@ -85,12 +111,19 @@ def main():
             continue
         runs = pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
         rule = p.experiment(name)["select_by"]
-        kept, counts = replay_staged(runs, grids_of(p, name), rule, args.keep,
-                                     args.stride, args.refine)
+        if args.staged:
+            kept, counts = staged_selection(args.staged, name)
+        else:
+            kept, counts = replay_staged(runs, grids_of(p, name), rule, args.keep,
+                                         args.stride, args.refine, args.fidelity,
+                                         args.promote)
         tables.append(agreement(runs, rule, kept).assign(experiment=name))
         ran.append(dict(experiment=name, grid=runs["config_id"].nunique(), **counts))
     table = pd.concat(tables, ignore_index=True)
-    print(f"{args.workdir} keep {args.keep} stride {args.stride} refine {args.refine}:",
+    how = (f"staged run {args.staged}" if args.staged else
+           f"keep {args.keep} stride {args.stride} refine {args.refine} "
+           f"fidelity {args.fidelity} promote {args.promote}")
+    print(f"{args.workdir} {how}:",
           table["verdict"].value_counts().to_dict())
     print(pd.DataFrame(ran).to_string(index=False))
     print(table.groupby(["experiment", "verdict"]).size().unstack(fill_value=0).to_string())

@@ -29,6 +29,7 @@ SOLVE_JOBS = {
     "config/paper/dpgcd_aistats23_quick.yaml": 37,
     "config/paper/dpscd_aaai21.yaml": 80,
     "config/paper/dpscd_aaai21_quick.yaml": 15,
+    "config/paper/dpscd_aaai21_phishing.yaml": 20,
 }
 
 
@@ -444,15 +445,87 @@ def test_coarse_to_fine_jobs_specs_and_costs():
     assert make(small_config()).search_summary() == ""
 
 
+def test_multi_fidelity_jobs_specs_and_costs():
+    """search_fidelity < 1: the screen (and refine) run a prefix of each run,
+    a promote stage runs the search_promote best whole on the first seed, the
+    select after it ranks the promoted alone; the estimate follows the passes run."""
+    config = small_config()
+    config["experiments"]["big"].update(search="staged", search_keep=2, search_stride=1,
+                                        search_fidelity=0.25, search_promote=4)
+    p = make(config)
+    base = make(small_config()).solve_spec("big", "dp_cd")
+    assert p.stages("big") == ("screen", "promote", "confirm")
+    assert p.selects("big") == ("screen", "promote")
+    assert p.solve_spec("big", "dp_cd", "screen") == {**base, "stage": "screen", "seeds": 1,
+                                                      "fidelity": 0.25}
+    assert p.solve_spec("big", "dp_cd", "promote") == {
+        **base, "stage": "promote", "seeds": 1, "selection": "results/selection/big/screen.csv"}
+    assert p.solve_spec("big", "dp_cd", "confirm") == {
+        **base, "stage": "confirm", "selection": "results/selection/big/promote.csv"}
+    assert p.select_spec("big", "screen") == {"select_by": "last_objective", "keep": 4,
+                                              "prefix": True}
+    assert p.select_spec("big", "promote") == {"select_by": "last_objective", "keep": 2}
+    assert p.select_inputs("big", "screen") == ("screen",)
+    assert p.select_inputs("big", "promote") == ("promote",)
+    whole = make({**small_config(), "experiments": {
+        **small_config()["experiments"],
+        "big": {**small_config()["experiments"]["big"], "search": "staged", "search_stride": 1}}})
+    passes = p.experiment("big")["passes"]
+    screen = p.config_passes("big", "dp_cd", "screen")
+    assert screen == [plan.prefix_passes(k, 0.25) for k in whole.config_passes(
+        "big", "dp_cd", "screen")]
+    assert p.cost("big", "dp_cd", "screen").sweep < whole.cost("big", "dp_cd", "screen").sweep
+    n_groups = len(whole.config_passes("big", "dp_cd", "confirm")) // 3  # keep 3 by default
+    assert len(p.config_passes("big", "dp_cd", "promote")) == n_groups * 4
+    assert sorted(set(p.config_passes("big", "dp_cd", "promote"))) == sorted(set(passes))
+    assert "promote" in p.search_summary() and "a prefix of each run" in p.search_summary()
+    # with a stride: screen and refine are prefixes, ranked together
+    config["experiments"]["big"].update(search_stride=2)
+    for solver in ("dp_cd", "dp_sgd"):
+        config["experiments"]["big"]["solvers"][solver]["clip"] = {"geomspace": [0.01, 10.0, 10]}
+    q = make(config)
+    assert q.stages("big") == ("screen", "refine", "promote", "confirm")
+    assert q.select_inputs("big", "refine") == ("screen", "refine")
+    assert q.solve_spec("big", "dp_cd", "refine")["fidelity"] == 0.25
+    assert q.select_spec("big", "screen") == {"select_by": "last_objective", "keep": 2,
+                                              "prefix": True}
+    assert q.select_spec("big", "refine")["keep"] == 4
+    # fidelity 1 (the default) is today's search, specs unchanged
+    config["experiments"]["big"]["search_fidelity"] = 1
+    assert "promote" not in make(config).stages("big")
+
+
+def test_bad_fidelity_settings_are_refused():
+    config = small_config()
+    config["experiments"]["big"].update(search="staged", search_keep=3)
+    for value in (0, 1.5, -0.1, True):
+        bad = copy.deepcopy(config)
+        bad["experiments"]["big"]["search_fidelity"] = value
+        with pytest.raises(ValueError, match="experiments.big.search_fidelity: .* in \\(0, 1\\]"):
+            make(bad)
+    bad = copy.deepcopy(config)
+    bad["experiments"]["big"].update(search_fidelity=0.5, search_promote=2)
+    with pytest.raises(ValueError, match="experiments.big.search_promote: 2 .* search_keep = 3"):
+        make(bad)
+    bad["experiments"]["big"]["search_promote"] = 0
+    with pytest.raises(ValueError, match="experiments.big.search_promote: must be an integer"):
+        make(bad)
+    config = load("config/config.yaml")
+    config["experiments"]["sparse_lasso"]["search_fidelity"] = 0
+    with pytest.raises(Exception, match="search_fidelity|0"):
+        validate(config, SCHEMA)
+
+
 def test_coarse_to_fine_keeps_each_full_config_small():
     """The default staged search (stride 3, refine 2, keep 3) on the paper
     configs: the planner's estimate (2026-11-25's STEP_COST_NS) is under
     2 core-hours for DP-CD and DP-GCD, a tenth of their exhaustive grids or
-    less; DP-SCD's grids are a decade apart (nothing to coarsen), so its
-    staged search is one seed of the grid plus the confirm (docs/operations.md)."""
+    less; DP-SCD's grids are a decade apart (nothing to coarsen): its screen
+    runs 2 epochs of each run (search_fidelity), under 5 core-hours in all, a
+    fiftieth of its grid (docs/operations.md)."""
     for path, most, factor in (("config/paper/dpcd_icml22.yaml", 2, 10),
                                ("config/paper/dpgcd_aistats23.yaml", 2, 10),
-                               ("config/paper/dpscd_aaai21.yaml", 40, 9)):
+                               ("config/paper/dpscd_aaai21.yaml", 5, 50)):
         config = load(path)
         grid = make({**config, "search": "grid"})
         p = make({**config, "search": "staged"})

@@ -104,3 +104,16 @@ def test_staged_select_counts_exact_ties_once():
     runs["val_metric"] = runs["config_id"].map({"a": 2, "b": 1, "c": 1, "d": 3, "e": 1.5}
                                                ).where(runs["val_metric"].notna())
     assert keep_best(runs, "validation", 3)["config_id"].tolist() == ["b", "e", "a"]
+
+
+def test_last_checkpoints_by_position_in_a_concatenated_table():
+    """Tables concatenated without a fresh index repeat their labels; each
+    run's last row is still found once (the replay of a prefix screen reads
+    such a table)."""
+    from dpcd.report.tables import last_checkpoints
+
+    a = pd.DataFrame({"solver": "x", "config_id": "a", "seed_index": 0,
+                      "pass": [0.0, 1.0, 2.0], "v": [1, 2, 3]})
+    both = pd.concat([a, a.assign(config_id="b", v=[4, 5, 6])])
+    last = last_checkpoints(both)
+    assert sorted(last["v"]) == [3, 6] and len(last) == 2

@@ -70,7 +70,9 @@ PRIVATE_REFUSED = {
 }
 
 # The stages that run the first seed only (the others run every seed).
-ONE_SEED_STAGES = ("screen", "refine")
+ONE_SEED_STAGES = ("screen", "refine", "promote")
+# The stages that run a prefix of each run with search_fidelity < 1.
+PREFIX_STAGES = ("screen", "refine")
 
 # Measured cost of one pass over one data entry (a record x a feature, or a
 # non-zero of a sparse dataset), in ns, per solver: the slowest loss of the
@@ -124,6 +126,17 @@ def axis_stride(entry, stride):
         return 1
     decades = abs(math.log10(stop / start)) / (num - 1)
     return max(1, min(stride, int(LATTICE_DECADES / decades + 1e-9)))
+
+
+def prefix_passes(passes, fidelity):
+    """The passes a multi-fidelity screen runs of a configuration's ``passes``
+    (``search_fidelity``): the fraction ``fidelity`` of them, rounded to whole
+    passes (at least one) when ``passes`` is whole; all of them at 1."""
+    if fidelity >= 1:
+        return passes
+    if float(passes).is_integer():
+        return min(passes, max(1, int(fidelity * passes + 0.5)))
+    return fidelity * passes
 
 
 def coarse_indices(num, stride):
@@ -291,12 +304,26 @@ class Plan:
     def _check_coarse_to_fine(self, name, exp):
         """A staged search's counts are integers >= 1, and a stride > 1 has a
         geomspace axis to coarsen."""
-        for key in ("search_keep", "search_stride", "search_refine"):
+        for key in ("search_keep", "search_stride", "search_refine", "search_promote"):
             value = exp.get(key, 1)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(
                     f"config: experiments.{name}.{key}: must be an integer >= 1, got {value!r}"
                 )
+        fidelity = exp.get("search_fidelity", 1)
+        if isinstance(fidelity, bool) or not isinstance(fidelity, (int, float)) \
+                or not 0 < fidelity <= 1:
+            raise ValueError(
+                f"config: experiments.{name}.search_fidelity: the fraction of each "
+                f"run's passes the screen runs, in (0, 1], got {fidelity!r}"
+            )
+        if fidelity < 1 and exp.get("search_promote", 1) < exp.get("search_keep", 1):
+            raise ValueError(
+                f"config: experiments.{name}.search_promote: "
+                f"{exp.get('search_promote', 1)} configurations promoted to whole runs "
+                f"cannot give search_keep = {exp.get('search_keep', 1)} to the confirm; "
+                f"set search_promote >= search_keep"
+            )
         stride = exp.get("search_stride", 1)
         axes = [int(v["geomspace"][2]) for solver in exp["solvers"]
                 for v in solver_entry(exp, solver)[1].values() if isinstance(v, dict)]
@@ -443,7 +470,15 @@ class Plan:
         stages = SEARCH_STAGES[self.search(experiment)]
         if self.coarsened(experiment):
             stages = stages[:1] + ("refine",) + stages[1:]
+        if self.fidelity(experiment) < 1:
+            stages = stages[:-1] + ("promote",) + stages[-1:]
         return stages
+
+    def fidelity(self, experiment):
+        """``search_fidelity``: the fraction of each run's passes the staged
+        screen (and refine) runs; 1 (whole runs) unless staged."""
+        exp = self.experiment(experiment)
+        return exp.get("search_fidelity", 1) if self.search(experiment) == "staged" else 1
 
     def final_stage(self, experiment):
         """The stage whose runs make the experiment's tables."""
@@ -456,13 +491,26 @@ class Plan:
 
     def select_spec(self, experiment, after="screen"):
         """What the select rule after stage ``after`` reads: the selection rule
-        and how many it keeps (``search_refine`` after a screen that a refine
-        follows, ``search_keep`` before the confirm)."""
+        and how many it keeps (``search_refine`` before a refine,
+        ``search_promote`` before a promote, ``search_keep`` before the
+        confirm); ``prefix`` when it ranks prefixes (``search_fidelity``)."""
         exp = self.experiment(experiment)
         stages = self.stages(experiment)
-        last = stages[stages.index("confirm") - 1]
-        keep = exp["search_keep"] if after == last else exp["search_refine"]
-        return {"select_by": exp["select_by"], "keep": keep}
+        following = stages[stages.index(after) + 1]
+        key = {"confirm": "search_keep", "refine": "search_refine", "promote": "search_promote"}
+        spec = {"select_by": exp["select_by"], "keep": exp[key[following]]}
+        if after in PREFIX_STAGES and self.fidelity(experiment) < 1:
+            spec["prefix"] = True  # rank each run at its last pass, not at passes
+        return spec
+
+    def select_inputs(self, experiment, after):
+        """The stages whose tables the select after ``after`` ranks together:
+        those since the last change of run length (the screen and the refine
+        together; the promote's whole runs alone)."""
+        if after == "promote":
+            return ("promote",)
+        stages = self.stages(experiment)
+        return stages[: stages.index(after) + 1]
 
     def staged_experiments(self):
         return [name for name in self.experiments if self.search(name) == "staged"]
@@ -481,9 +529,11 @@ class Plan:
         if stage in ONE_SEED_STAGES:
             spec["seeds"] = 1
         stride = self.search_stride(experiment)
-        if stage in ONE_SEED_STAGES and self.coarsened(experiment):
+        if stage in PREFIX_STAGES and self.coarsened(experiment):
             spec.update(stride=stride)
-        if stage in ("refine", "confirm"):
+        if stage in PREFIX_STAGES and self.fidelity(experiment) < 1:
+            spec.update(fidelity=self.fidelity(experiment))
+        if stage in ("refine", "promote", "confirm"):
             stages = self.stages(experiment)
             spec.update(stage=stage,
                         selection=self.selection_path(experiment, stages[stages.index(stage) - 1]))
@@ -504,6 +554,8 @@ class Plan:
         exp = self.experiment(experiment)
         if stage == "confirm":
             return min(full, exp["search_keep"])
+        if stage == "promote":
+            return min(full, exp["search_promote"])
         stride = self.search_stride(experiment)
         if stage not in ONE_SEED_STAGES or stride == 1:
             return full
@@ -534,7 +586,7 @@ class Plan:
         if not names:
             return ""
         parts, staged = [], 0.0
-        for stage in ("screen", "refine", "confirm"):
+        for stage in ("screen", "refine", "promote", "confirm"):
             hours = configs = 0
             for name in names:
                 if stage not in self.stages(name):
@@ -545,6 +597,8 @@ class Plan:
             if configs:
                 staged += hours
                 seeds = "1 seed" if stage in ONE_SEED_STAGES else "every seed"
+                if stage in PREFIX_STAGES and any(self.fidelity(n) < 1 for n in names):
+                    seeds += ", a prefix of each run"
                 bound = "at most " if stage == "refine" else ""
                 parts.append(f"{stage} {hours:.3g} ({bound}{configs} configurations, {seeds})")
         grid = sum(self.cost(name, solver, "grid").sweep for name in names
@@ -670,6 +724,8 @@ class Plan:
         if stage == "private":  # K candidates on average, one search per selection seed
             settings = self.private_settings(experiment)
             rest = math.ceil(settings["mean"]) * settings["selection_seeds"]
+        if stage in PREFIX_STAGES:  # the passes they run (search_fidelity)
+            passes = [prefix_passes(k, self.fidelity(experiment)) for k in passes]
         return [k for _ in range(n_eps) for k in passes for _ in range(rest)]
 
     def _hours(self, experiment, solver, stage, passes):

@@ -24,6 +24,7 @@ from dpcd.sweep.grid import config_id, configurations, expand_grid
 pytestmark = pytest.mark.workflow
 
 KEEP = 2
+PROMOTE = 3
 EXPERIMENT = {
     "dataset": "lasso",
     "problem": {"loss": "squares", "penalty": "l1", "alpha": 0.05},
@@ -54,6 +55,9 @@ CONFIG = {
         "staged": {**EXPERIMENT, "search": "staged", "search_keep": KEEP, "search_stride": 1},
         "coarse": {**EXPERIMENT, "search": "staged", "search_keep": KEEP, "search_stride": 2,
                    "search_refine": 1},
+        # a multi-fidelity screen: 1 of 2 passes, 3 of 5, then 3 promoted per group
+        "fidelity": {**EXPERIMENT, "search": "staged", "search_keep": KEEP, "search_stride": 1,
+                     "search_fidelity": 0.5, "search_promote": PROMOTE},
     },
 }
 
@@ -74,9 +78,10 @@ def staged(tmp_path_factory):
 def test_job_graph_known_before_anything_runs(staged):
     _, planned = staged
     # grid: 2 solvers x 2 chunks; staged: the same for screen and for confirm;
-    # coarse: and dp_cd's refine (dp_sgd has no geomspace axis: no refine)
-    assert planned["solve"] == 4 + (4 + 4) + (4 + 2 + 4)
-    assert planned["select"] == 1 + 2
+    # coarse: and dp_cd's refine (dp_sgd has no geomspace axis: no refine);
+    # fidelity: screen, promote, confirm
+    assert planned["solve"] == 4 + (4 + 4) + (4 + 2 + 4) + (4 + 4 + 4)
+    assert planned["select"] == 1 + 2 + 2
 
 
 def test_screen_one_seed_confirm_the_kept_on_every_seed(staged):
@@ -250,6 +255,70 @@ def test_replay_gives_the_workflows_selection(staged, name, stride, refine):
     if stride > 1:
         assert ran["refine"] == read_runs(workdir, name, "*/refine/chunk*.parquet")[
             "config_id"].nunique()
+
+
+def test_multi_fidelity_screen_promote_confirm(staged):
+    """search_fidelity 0.5: the screen runs every configuration's first passes
+    (1 of 2, 3 of 5) on one seed, the first select ranks them there and keeps
+    search_promote per group, the promote runs those whole on the first seed
+    (their first passes bit for bit the screen's), the second select ranks the
+    promoted alone, and the confirm runs its search_keep on every seed; MLflow
+    records each stage and the screen's fidelity. Replayed from the grid
+    experiment's exhaustive runs, the selection agrees with the grid's (same
+    configuration or within one standard error)."""
+    import mlflow
+
+    workdir, _ = staged
+    screen = read_runs(workdir, "fidelity", "*/screen/chunk*.parquet")
+    promote = read_runs(workdir, "fidelity", "*/promote/chunk*.parquet")
+    confirm = read_runs(workdir, "fidelity", "*/confirm/chunk*.parquet")
+    assert screen["seed_index"].unique().tolist() == [0] == promote["seed_index"].unique().tolist()
+    assert sorted(confirm["seed_index"].unique()) == [0, 1, 2, 3]
+    assert screen["config_id"].nunique() == 148
+    ends = screen.groupby("passes")["pass"].max().to_dict()
+    assert ends == {2: 1.0, 5: 3.0}
+    assert promote.groupby("passes")["pass"].max().to_dict() == {2: 2.0, 5: 5.0}
+    first = pd.read_csv(workdir / "results" / "selection" / "fidelity" / "screen.csv")
+    groups = screen.groupby(GROUP).ngroups
+    assert len(first) == PROMOTE * groups
+    assert set(promote["config_id"]) == set(first["config_id"])
+    # the first select ranks each run at its last (prefix) pass
+    at_end = best_configurations(screen, prefix=True)
+    assert set(at_end["config_id"]) == set(first.loc[first["rank"] == 0, "config_id"])
+    again = promote.merge(screen, on=["config_id", "seed_index", "pass"],
+                          suffixes=("", "_screen"))
+    assert len(again) == len(screen[screen["config_id"].isin(promote["config_id"])])
+    np.testing.assert_array_equal(again["objective"], again["objective_screen"])
+    second = pd.read_csv(workdir / "results" / "selection" / "fidelity" / "promote.csv")
+    assert len(second) == KEEP * groups
+    assert set(confirm["config_id"]) == set(second["config_id"])
+    assert set(best_configurations(promote)["config_id"]) == set(
+        second.loc[second["rank"] == 0, "config_id"])
+    # the replay keeps what the workflow kept, from the experiment's own runs
+    runs = read_runs(workdir, "fidelity", "*/*/chunk*.parquet")
+    kept, ran = replay_staged(runs.drop_duplicates(["config_id", "seed_index", "pass"]),
+                              grids("fidelity"), "last_objective", KEEP, 1, 2, 0.5, PROMOTE)
+    assert set(kept["config_id"]) == set(second["config_id"])
+    assert ran == {"screen": 148, "promote": len(first), "confirm": len(second)}
+    mlflow.set_tracking_uri(f"sqlite:///{workdir}/results/mlflow.db")
+    found = mlflow.search_runs(experiment_names=["dpcd/fidelity"])
+    found = found[found["params.solver"].notna()]
+    assert found["params.search_stage"].value_counts().to_dict() == {
+        "screen": 148, "promote": len(first), "confirm": len(second)}
+    assert set(found.loc[found["params.search_stage"] == "screen",
+                         "params.search_fidelity"]) == {"0.5"}
+    # from the grid's exhaustive runs
+    grid_runs = read_runs(workdir, "grid", "*/chunk*.parquet")
+    kept, _ = replay_staged(grid_runs, grids("grid"), "last_objective", KEEP, 1, 2, 0.5, PROMOTE)
+    stats = final_iterates(grid_runs).groupby("config_id")["objective"].agg(["mean", "sem"])
+    chosen = best_configurations(grid_runs[grid_runs["config_id"].isin(kept["config_id"])])
+    merged = best_configurations(grid_runs).merge(chosen, on=GROUP, suffixes=("_grid", "_staged"))
+    assert len(merged) == 4
+    for row in merged.itertuples():
+        exhaustive = stats.loc[row.config_id_grid]
+        assert stats.loc[row.config_id_staged, "mean"] <= exhaustive["mean"] + exhaustive["sem"]
+    with pytest.raises(ValueError, match="last_objective only"):
+        replay_staged(grid_runs, grids("grid"), "validation", KEEP, 1, 2, 0.5, PROMOTE)
 
 
 def test_staged_paper_config_plans_its_estimate(tmp_path):

@@ -51,8 +51,8 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
-    stage="(screen/|refine/|confirm/)?",
-    after="screen|refine",
+    stage="(screen/|refine/|promote/|confirm/)?",
+    after="screen|refine|promote",
 
 
 def processed_path(wildcards):
@@ -127,12 +127,11 @@ def chunk_results(wildcards, suffix=".parquet", stage="final"):
 
 
 def selected_results(wildcards):
-    """What a select job of a staged search reads: the tables of the screen
-    and of every stage up to ``{after}`` (screen, refine)."""
-    stages = PLAN.stages(wildcards.experiment)
+    """What a select job of a staged search reads: the tables of the stages
+    it ranks together (screen and refine; the promote's alone)."""
     return [
         path
-        for stage in stages[: stages.index(wildcards.after) + 1]
+        for stage in PLAN.select_inputs(wildcards.experiment, wildcards.after)
         for path in chunk_results(wildcards, stage=stage)
     ]
 

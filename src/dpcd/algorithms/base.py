@@ -27,13 +27,24 @@ INT_GRID = {"type": "array", "items": {"type": "integer", "minimum": 1}}
 class Budget:
     """The privacy settings of one run: target epsilon, delta, accountant and
     neighbouring relation (``"paper"``: each solver's paper's own) and noise
-    mode (``"secure"``: see :mod:`dpcd.privacy.secure`)."""
+    mode (``"secure"``: see :mod:`dpcd.privacy.secure`); and how much of the
+    run to go through (:attr:`prefix`)."""
 
     epsilon: float
     delta: float
     accountant: str = "auto"
     neighbouring: str = "replace_one"
     noise: str = "fast"
+    # The passes the kernel runs, None: all of the configuration's. A prefix
+    # (the staged search's multi-fidelity screen, ``search_fidelity``) is the
+    # whole run's first passes: the noise stays calibrated for every pass.
+    prefix: Optional[float] = None
+
+    def passes(self, config):
+        """The passes a run of ``config`` goes through: ``config["passes"]``,
+        or its first :attr:`prefix`."""
+        passes = config["passes"]
+        return passes if self.prefix is None else min(passes, self.prefix)
 
 
 def positive_number(value, name):

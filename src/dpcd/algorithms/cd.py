@@ -13,7 +13,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
         problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=problem.smoothness, step=config["step"],
         clip=np.full(p, np.inf), noise_scales=np.zeros(p),
-        passes=config["passes"], seed=seed, check_input=False,
+        passes=budget.passes(config), seed=seed, check_input=False,
     )
     return result, None
 

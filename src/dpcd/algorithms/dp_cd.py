@@ -26,12 +26,14 @@ def calibrate_clipped(problem, config, clip, epsilon, budget):
     return secure.calibration, secure
 
 
-def run_with(problem, config, seed, smoothness, clip, calibration, secure):
-    """DP-CD's kernel at the given constants, thresholds and calibration."""
+def run_with(problem, config, seed, smoothness, clip, calibration, secure, passes=None):
+    """DP-CD's kernel at the given constants, thresholds and calibration, for
+    ``passes`` (default: the configuration's)."""
     return solvers.dp_cd(
         problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=smoothness, step=config["step"], clip=clip,
-        noise_scales=calibration.noise_scales, passes=config["passes"], seed=seed,
+        noise_scales=calibration.noise_scales,
+        passes=config["passes"] if passes is None else passes, seed=seed,
         check_input=False, secure=secure,
     )
 
@@ -47,7 +49,8 @@ def run(problem, config, seed, budget, private_smoothness=None):
     smoothness = problem.smoothness
     clip = solvers.coordinate_clip(smoothness, config["clip"])
     calibration, secure = calibrate_clipped(problem, config, clip, budget.epsilon, budget)
-    result = run_with(problem, config, seed, smoothness, clip, calibration, secure)
+    result = run_with(problem, config, seed, smoothness, clip, calibration, secure,
+                      budget.passes(config))
     return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
 
 

@@ -28,7 +28,8 @@ def run(problem, config, seed, budget, private_smoothness=None):
     clip = solvers.coordinate_clip(smoothness, config["clip"])
     calibration, secure = calibrate_clipped(problem, config, clip,
                                             (1.0 - fraction) * budget.epsilon, budget)
-    result = run_with(problem, config, seed, smoothness, clip, calibration, secure)
+    result = run_with(problem, config, seed, smoothness, clip, calibration, secure,
+                      budget.passes(config))
     estimate_ledger = privacy.Ledger.from_dict(private_smoothness["ledger"])
     ledger = privacy.Ledger.combine([estimate_ledger, calibration.ledger])
     return result, ledger

@@ -65,7 +65,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
         smoothness=problem.smoothness, step=config["step"],
         clip=solvers.coordinate_clip(problem.smoothness, config["clip"]),
         selection_scales=calibration.extra["selection_scales"],
-        noise_scales=calibration.noise_scales, iterations=int(config["passes"]),
+        noise_scales=calibration.noise_scales, iterations=int(budget.passes(config)),
         seed=seed, rule=config.get("rule", "gs_r"),
         selection_noise=calibration.extra["selection_noise"], check_input=False,
     )

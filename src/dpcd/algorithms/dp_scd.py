@@ -66,7 +66,7 @@ def run(problem, config, seed, budget, private_smoothness=None, variant="dual"):
     X = problem.X_fortran if variant == "primal" else problem.X_c
     result = solvers.dp_scd(
         X, problem.y, problem.datafit, problem.penalty, clip=config["clip"],
-        noise_scale=calibration.noise_scales, passes=config["passes"],
+        noise_scale=calibration.noise_scales, passes=budget.passes(config),
         batch_size=int(config["batch_size"]), seed=seed, variant=variant,
         sampling=sampling, check_input=False,
     )

@@ -57,7 +57,7 @@ def run_many(problem, configs, seeds, budgets):
             steps=[configs[i]["step"] for i in indices],
             clips=[configs[i]["clip"] for i in indices],
             noise_scales=[c.noise_scales for c in calibrations],
-            passes=[configs[i]["passes"] for i in indices],
+            passes=[budgets[i].passes(configs[i]) for i in indices],
             seeds=[seeds[i] for i in indices], batch_size=batch_size,
             global_smoothness=beta, check_input=False,
         )

@@ -7,7 +7,7 @@ from dpcd.algorithms.base import INT_GRID, Algorithm, Hyperparameter
 def run(problem, config, seed, budget, private_smoothness=None):
     """Non-private SCD/SDCA: sequential dual updates in random order, no scaling, no noise."""
     result = solvers.scd(problem.X_c, problem.y, problem.datafit, problem.penalty,
-                         passes=config["passes"], seed=seed, check_input=False)
+                         passes=budget.passes(config), seed=seed, check_input=False)
     return result, None
 
 

@@ -14,7 +14,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
     """
     result = solvers.dp_sgd(
         problem.X_rows, problem.y, problem.datafit, problem.penalty,
-        step=config["step"], clip=float("inf"), noise_scale=0.0, passes=config["passes"],
+        step=config["step"], clip=float("inf"), noise_scale=0.0, passes=budget.passes(config),
         seed=seed, batch_size=int(config.get("batch_size", 1)), global_smoothness=1.0,
         check_input=False,
     )

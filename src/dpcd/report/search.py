@@ -3,22 +3,24 @@
 (and refine) ran; the summary's account of what each stage ran; and
 :func:`replay_staged`, the staged selection replayed from an exhaustive run."""
 
+import numpy as np
 import pandas as pd
 
 from dpcd.report.tables import GROUP, best_configurations, final_iterates, last_checkpoints
 
 
-def _criteria(runs, select_by):
+def _criteria(runs, select_by, prefix=False):
     """Each configuration's selection criterion (the value
     :func:`dpcd.report.tables.best_configurations` ranks by), indexed by
     ``GROUP + [config_id]``."""
     if select_by == "validation":
         return last_checkpoints(runs).groupby(GROUP + ["config_id"], dropna=False)[
             "val_metric"].median()
-    return final_iterates(runs).groupby(GROUP + ["config_id"], dropna=False)["objective"].mean()
+    last = last_checkpoints(runs) if prefix else final_iterates(runs)
+    return last.groupby(GROUP + ["config_id"], dropna=False)["objective"].mean()
 
 
-def keep_best(runs, select_by, keep):
+def keep_best(runs, select_by, keep, prefix=False):
     """The ``keep`` best configurations per (solver, epsilon, passes).
 
     The paper's rule (:func:`dpcd.report.tables.best_configurations`, ties
@@ -38,6 +40,9 @@ def keep_best(runs, select_by, keep):
     keep : int
         Configurations kept per group (fewer where a group has fewer
         distinct ones).
+    prefix : bool, default=False
+        The runs are prefixes of their passes (``search_fidelity`` < 1):
+        ranked at their last pass.
 
     Returns
     -------
@@ -48,12 +53,12 @@ def keep_best(runs, select_by, keep):
     if keep < 1:
         raise ValueError(f"search_keep must be >= 1, got {keep}")
     screened = runs.groupby(GROUP)["config_id"].nunique().rename("screened").reset_index()
-    criteria = _criteria(runs, select_by).rename("criterion").reset_index()
+    criteria = _criteria(runs, select_by, prefix).rename("criterion").reset_index()
     kept, remaining = [], runs
     for rank in range(keep):
         if remaining.empty:
             break
-        best = best_configurations(remaining, select_by).assign(rank=rank)
+        best = best_configurations(remaining, select_by, prefix).assign(rank=rank)
         kept.append(best)
         value = criteria.merge(best[GROUP + ["config_id"]], on=GROUP + ["config_id"])
         tied = criteria.merge(value[GROUP + ["criterion"]], on=GROUP + ["criterion"])
@@ -83,7 +88,7 @@ def search_markdown(timings):
         "" if pd.isna(g) or not g else f"{c / g:.1%} of {int(g)}"
         for c, g in zip(table["configurations"], table["grid"])]
     table["runs"] = table["configurations"] * table["seeds"]
-    order = {"grid": 0, "screen": 1, "refine": 2, "confirm": 3}
+    order = {"grid": 0, "screen": 1, "refine": 2, "promote": 3, "confirm": 4}
     table = table.sort_values(["experiment", "stage"], key=lambda c: c.map(order)
                               if c.name == "stage" else c)
     return "\n".join([
@@ -101,7 +106,7 @@ def search_markdown(timings):
     ])
 
 
-def replay_staged(runs, grids, select_by, keep, stride=1, refine=2):
+def replay_staged(runs, grids, select_by, keep, stride=1, refine=2, fidelity=1, promote=6):
     """The staged search's selection, replayed from an exhaustive run.
 
     A run's streams depend on its seed and configuration only (not on its
@@ -118,8 +123,13 @@ def replay_staged(runs, grids, select_by, keep, stride=1, refine=2):
         Solver -> (configurations, grid): its configurations
         (:func:`dpcd.sweep.grid.configurations`) and its grid entry.
     select_by : {"last_objective", "validation"}
-    keep, stride, refine : int
-        ``search_keep``, ``search_stride``, ``search_refine``.
+    keep, stride, refine, promote : int
+        ``search_keep``, ``search_stride``, ``search_refine``, ``search_promote``.
+    fidelity : float
+        ``search_fidelity``: below 1 the screen and refine are the runs'
+        first passes (``select_by: last_objective`` only: an exhaustive run
+        records the validation metric at its last pass alone), and the
+        promote's runs are the grid's whole first-seed runs.
 
     Returns
     -------
@@ -128,22 +138,35 @@ def replay_staged(runs, grids, select_by, keep, stride=1, refine=2):
     ran : dict
         Stage -> number of configurations it runs.
     """
+    from dpcd.plan import prefix_passes
     from dpcd.sweep.grid import config_id
     from dpcd.sweep.search import coarse_configurations, refine_configurations
 
     first = runs[runs["seed_index"] == 0]
+    prefix = fidelity < 1
+    if prefix and select_by != "last_objective":
+        raise ValueError("a multi-fidelity screen replays with select_by last_objective "
+                         "only: an exhaustive run has no validation metric before its end")
+    ranked = first
+    if prefix:  # the screen's runs: each run's first passes
+        ends = [prefix_passes(k, fidelity) for k in first["passes"]]
+        ranked = first[first["pass"].to_numpy(float) <= np.asarray(ends, dtype=float)]
     screen = {config_id(c) for configs, grid in grids.values()
               for c in coarse_configurations(configs, grid, stride)}
     ran = {"screen": len(screen)}
     ids = screen
     if stride > 1:
-        best = keep_best(first[first["config_id"].isin(screen)], select_by, refine)
+        best = keep_best(ranked[ranked["config_id"].isin(screen)], select_by, refine, prefix)
         fine = {config_id(c) for solver, (configs, grid) in grids.items()
                 for c in refine_configurations(
                     configs, grid, stride,
                     set(best.loc[best["solver"] == solver, "config_id"]))}
         ran["refine"] = len(fine)
         ids = screen | fine
+    if prefix:
+        promoted = keep_best(ranked[ranked["config_id"].isin(ids)], select_by, promote, True)
+        ids = set(promoted["config_id"])
+        ran["promote"] = len(ids)
     kept = keep_best(first[first["config_id"].isin(ids)], select_by, keep)
     ran["confirm"] = kept["config_id"].nunique()
     return kept, ran

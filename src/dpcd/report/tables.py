@@ -49,12 +49,14 @@ def final_iterates(runs):
 
 
 def last_checkpoints(runs):
-    """Each run's row at its last checkpoint (robust to fractional passes)."""
+    """Each run's row at its last checkpoint (robust to fractional passes, and
+    to a table concatenated without a fresh index: the rows are taken by position)."""
     key = ["solver", "config_id", "seed_index"]
-    return runs.loc[runs.groupby(key, dropna=False)["pass"].idxmax()]
+    at = runs.reset_index(drop=True).groupby(key, dropna=False)["pass"].idxmax()
+    return runs.iloc[at.to_numpy()]
 
 
-def best_configurations(runs, select_by="last_objective"):
+def best_configurations(runs, select_by="last_objective", prefix=False):
     """Return, per (solver, epsilon, passes), the best configuration's id.
 
     Parameters
@@ -63,6 +65,9 @@ def best_configurations(runs, select_by="last_objective"):
         Tidy table of the solve stage (one row per configuration, seed, pass).
     select_by : {"last_objective", "validation"}
         Selection rule (see the module docstring).
+    prefix : bool, default=False
+        The runs stop before their passes (the staged search's multi-fidelity
+        screen): rank them at their last checkpoint.
 
     Returns
     -------
@@ -74,7 +79,7 @@ def best_configurations(runs, select_by="last_objective"):
         raise ValueError(f"unknown select_by {select_by!r}; known: {list(SELECT_BY)}")
     if select_by == "validation":
         return _best_on_validation(runs)
-    last = final_iterates(runs)
+    last = last_checkpoints(runs) if prefix else final_iterates(runs)
     means = (
         last.groupby(GROUP + ["config_id"], dropna=False)["objective"]
         .mean()

@@ -114,15 +114,16 @@ def cmd_solve(args):
 
 def cmd_select(args):
     """``search: staged``: keep the best ``keep`` configurations per (solver,
-    epsilon, passes) of what ran so far (the screen, or screen and refine), by
-    the paper's selection rule."""
+    epsilon, passes) of what ran so far (the screen, or screen and refine, or
+    the promote), by the paper's selection rule; ``prefix``: the runs are
+    prefixes (``search_fidelity``), ranked at their last pass."""
     import pandas as pd
 
     from dpcd.report.search import keep_best
 
     spec = json.loads(args.spec)
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
-    table = keep_best(runs, spec["select_by"], spec["keep"])
+    table = keep_best(runs, spec["select_by"], spec["keep"], prefix=spec.get("prefix", False))
     log.info("kept %d of %d configurations (%d per solver, epsilon and passes)",
              table["config_id"].nunique(), runs["config_id"].nunique(), spec["keep"])
     atomic_write(args.out, lambda tmp: table.to_csv(tmp, index=False))
@@ -157,5 +158,5 @@ def register(subparsers):
     p = add_command(subparsers, "select", cmd_select, "staged search: keep the best so far")
     p.add_argument("--spec", required=True, help="JSON: select_by, keep")
     p.add_argument("--runs", nargs="+", required=True,
-                   help="the tables of the stages so far (screen; refine)")
+                   help="the tables it ranks together (screen, refine; promote)")
     p.add_argument("--out", required=True, help="selection CSV")

@@ -9,6 +9,7 @@ import pandas as pd
 
 from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
+from dpcd.plan import prefix_passes
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
 from dpcd.sweep import search
@@ -228,7 +229,11 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         seeds = [None] * len(seeds)
     rows, records = [], []
     started = clock.monotonic()
-    budgets = [Budget(config["epsilon"], delta, accountant, neighbouring, noise)
+    # a multi-fidelity screen (search_fidelity) runs each configuration's first passes
+    fidelity = spec.get("fidelity")
+    budgets = [Budget(config["epsilon"], delta, accountant, neighbouring, noise,
+                      prefix=None if fidelity is None else prefix_passes(config["passes"],
+                                                                         fidelity))
                for config in configs]
     many = algorithm.run_many if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
@@ -300,7 +305,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         _progress(done, len(configs), started)
         columns = _tidy_rows(
             spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
-            checkpoints[0],
+            checkpoints[0], budget.passes(config),
         )
         _holdout_columns(columns, holdout, objective.shape[1])
         columns["nonprivate_inputs"] = nonprivate_inputs(problem, ledgers[0])
@@ -331,7 +336,7 @@ def _progress(done, total, started):
 
 
 def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
-               checkpoints):
+               checkpoints, ran):
     """The columns of one configuration's rows: arrays of one value per row, or
     scalars that :func:`_stack_rows` repeats (the table is built once per chunk;
     a DataFrame per configuration cost ~5 ms each, 1.2 s of a 250-configuration job)."""
@@ -340,8 +345,8 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
     # The pass column is the solver's own checkpoints (float: 0, 1, ..., and
     # the fractional end), the same for every seed of a configuration.
     pass_index = np.tile(np.asarray(checkpoints, dtype=np.float64), n_seeds)
-    # Every pass costs the same, so the time at pass k is k/passes of the total.
-    elapsed = np.repeat(time, n_points) * pass_index / passes
+    # Every pass costs the same, so the time at pass k is k/(passes run) of the total.
+    elapsed = np.repeat(time, n_points) * pass_index / ran
     columns = {
         "experiment": spec["experiment"],
         "solver": spec["solver"],

@@ -62,6 +62,7 @@ def mlflow_runs(records, spec, problem):
             "seeds": spec["seeds"],
             "base_seed": spec["base_seed"],
             **({"search_stage": spec["stage"]} if "stage" in spec else {}),
+            **({"search_fidelity": spec["fidelity"]} if "fidelity" in spec else {}),
             **({"lambda_max_fraction": problem_spec["lambda_max_fraction"]}
                if "lambda_max_fraction" in problem_spec else {}),
             **{k: v for k, v in config.items() if k != "solver"},
