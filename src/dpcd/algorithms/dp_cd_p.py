@@ -1,9 +1,12 @@
 """DP-CD with privately estimated smoothness constants (Mangold et al. 2022,
 Section 5.2, Appendix F): the estimate spends ``smoothness_fraction`` of
 epsilon, optimisation the rest, and the two ledger lines add up."""
+import dataclasses
+
 import numpy as np
 
 from dpcd import privacy, solvers
+from dpcd.privacy.bounds import feature_bound_ledger
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter
 from dpcd.algorithms.dp_cd import calibrate_clipped, run_with
 
@@ -34,10 +37,42 @@ def run(problem, config, seed, budget, private_smoothness=None):
     return result, ledger
 
 
+def calibrate(problem, config, budget, smoothness_count=None, private_bound=False):
+    """The ledger a run at ``budget`` gets, without data: the smoothness
+    release at ``smoothness_fraction * epsilon`` (pure DP, noise multiplier
+    ``count / eps`` per constant, :func:`dpcd.privacy.smoothness_ledger`) and
+    DP-CD's steps at ``(1 - smoothness_fraction) * epsilon``, the same
+    arithmetic as :func:`run` and the estimators, so the noise multipliers are
+    the run's bit for bit (they depend on no constant: thresholds are probed
+    at unit smoothness).
+
+    ``smoothness_count``: constants released (default every coordinate; the
+    estimators' intercept is public). ``private_bound``: a feature bound is
+    released first with half of the smoothness share, as the estimators do
+    without public ``bounds`` (:mod:`dpcd.privacy.bounds`).
+    """
+    fraction = float(config.get("smoothness_fraction", SMOOTHNESS_FRACTION.default))
+    p = problem.n_features
+    clip = solvers.coordinate_clip(np.ones(p), config["clip"])
+    calibration, _ = calibrate_clipped(problem, config, clip,
+                                       (1.0 - fraction) * budget.epsilon, budget)
+    eps_smooth = fraction * budget.epsilon
+    ledgers = []
+    if private_bound:
+        eps_smooth /= 2.0
+        ledgers.append(feature_bound_ledger(problem.n_samples, eps_smooth))
+    count = p if smoothness_count is None else int(smoothness_count)
+    ledgers.append(privacy.smoothness_ledger(problem.n_samples, np.ones(count), eps_smooth))
+    ledger = privacy.Ledger.combine(ledgers + [calibration.ledger], algorithm="dp_cd_p")
+    return dataclasses.replace(calibration, ledger=ledger,
+                               epsilon_achieved=ledger.epsilon_achieved)
+
+
 SPEC = Algorithm(
     name="dp_cd_p",
     description="DP-CD with privately estimated smoothness constants (Appendix F).",
     run=run,
+    calibrate=calibrate,
     hyperparameters=(STEP, CLIP, SMOOTHNESS_FRACTION),
     required=("step", "clip"),
     losses=("squares", "logistic"),
