@@ -13,7 +13,8 @@ from dpcd.algorithms.dp_cd import calibrate_clipped, run_with
 SMOOTHNESS_FRACTION = Hyperparameter(
     "smoothness_fraction",
     {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
-     "description": "Share of epsilon spent on the smoothness constants."},
+     "description": "Share of epsilon spent on the smoothness constants (search "
+                    "private: of each candidate's training budget)."},
     default=0.1, estimator=False,
 )
 
