@@ -22,8 +22,11 @@ SMOOTHNESS_FRACTION = Hyperparameter(
 def run(problem, config, seed, budget, private_smoothness=None):
     """DP-CD with private smoothness constants (Section 5.2, Appendix F).
 
-    ``private_smoothness`` holds the estimate released for this seed and its
-    ledger line; optimisation gets the rest of epsilon, and both lines add up.
+    ``private_smoothness`` holds the estimate released for this seed (in a
+    private search: for this candidate, from its own stream,
+    :func:`dpcd.sweep.private_run.candidate_smoothness`) and its ledger line;
+    optimisation gets the rest of epsilon, and both lines add up (a private
+    search composes them in RDP instead, :mod:`dpcd.sweep.candidate`).
     """
     if private_smoothness is None:
         raise ValueError("dp_cd_p needs the private smoothness estimate of its seed")
@@ -52,7 +55,10 @@ def calibrate(problem, config, budget, smoothness_count=None, private_bound=Fals
     released first with half of the smoothness share, as the estimators do
     without public ``bounds`` (:mod:`dpcd.privacy.bounds`).
     """
-    fraction = float(config.get("smoothness_fraction", SMOOTHNESS_FRACTION.default))
+    fraction = config.get("smoothness_fraction", SMOOTHNESS_FRACTION.default)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+            or not 0 < fraction < 1:
+        raise ValueError(f"smoothness_fraction must be in (0, 1), got {fraction!r}")
     p = problem.n_features
     clip = solvers.coordinate_clip(np.ones(p), config["clip"])
     calibration, _ = calibrate_clipped(problem, config, clip,
