@@ -150,8 +150,6 @@ def test_poisson_can_release_nothing(regression):
     (dict(score_fraction=0.0), "score_fraction"),
     (dict(select_by="test"), "select_by"),
     (dict(param_grid={"step": [0.1]}), "param_grid"),
-    (dict(param_grid={"step": [0.1, 1.0]}, estimator=DPCoordinateDescentRegressor()),
-     "dp_cd_p"),
     (dict(estimator=DPCoordinateDescentRegressor(solver="seq_dp_scd", penalty="l2")),
      "max_batch_size"),
     (dict(estimator=DPCoordinateDescentRegressor(solver="dp_sgd",
@@ -193,7 +191,7 @@ def test_training_spec_is_what_the_fit_accounts(solver, neighbouring, expected):
     ("dp_scd", "replace_one", "pld"),
     ("seq_dp_scd", "replace_one", "max_batch_size"),
     ("seq_dp_scd", "replace_special", "max_batch_size"),
-    ("dp_cd_p", "replace_one", "solver='dp_cd'"),
+    ("dp_cd_p", "add_or_remove_one", "replace_one"),
 ])
 def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, match):
     est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring)
@@ -201,11 +199,89 @@ def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, matc
         ps.training_spec(est, 300, 4)
 
 
-def test_default_solver_refused_saying_how_to_proceed(regression):
-    """dp_cd_p (the estimators' default) is refused before anything runs."""
+def test_dp_cd_p_training_spec():
+    """dp_cd_p's training event: without public bounds, the feature bound
+    (exponential mechanism at eps_b, as randomized response) and the 4
+    constants (Laplace, multiplier 4 / eps_s each), eps_b = eps_s = 0.1 eps / 2
+    (half of its smoothness share each, as its fit spends them); then DP-CD's
+    5 x 5 Gaussian steps (the intercept's constant is public)."""
+    est = DPCoordinateDescentClassifier(passes=5)
+    (kind, z_s, count, eps_b, steps), relation = ps.training_spec(est, 300, 4)
+    assert (kind, count, steps, relation) == ("smoothness_gaussian", 4, 25, "replace_one")
+    assert eps_b == pytest.approx(0.05, rel=1e-12) and z_s == pytest.approx(80, rel=1e-12)
+    public = ps.training_spec(clone(est).set_params(bounds=2.0), 300, 4)[0]
+    assert public[1:4] == (pytest.approx(40), 4, 0.0)
+
+
+DP_CD_P_CASES = {
+    # name: (estimator, released feature bound?)
+    "regressor_default": (DPCoordinateDescentRegressor(passes=2), True),
+    "classifier_public_bounds": (DPCoordinateDescentClassifier(passes=2, bounds=3.0), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DP_CD_P_CASES))
+def test_default_solver_dp_cd_p_releases_what_dp_accounting_gives(regression,
+                                                                  classification, case):
+    """The estimators' default solver (dp_cd_p) as a candidate: each candidate
+    releases its own smoothness constants (and, without public bounds, its own
+    feature bound) with smoothness_fraction of its training budget E, its steps
+    get the rest; the released epsilon equals dp-accounting's
+    RepeatAndSelectDpEvent(Composed([RR(eps_b)?, p x Laplace(p / eps_s),
+    Gaussian steps, Laplace score])) built here, meets the target, and the
+    steps' noise is never below what dp-accounting certifies for their share."""
+    est, bound = DP_CD_P_CASES[case]
+    X, y = regression if is_regressor(est) else classification
+    search = PrivateSearch(est, {"step": [0.3, 1.0], "clip": [0.5, 1.0]}, epsilon=1.0,
+                           delta=1e-5, k_mean=3, random_state=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # nothing read without noise
+        search.fit(X, y)
+    ledger = search.privacy_ledger_
+    assert search.best_estimator_.solver == "dp_cd_p"
+    names = [m.name for m in ledger.mechanisms]
+    assert names == ["feature_bound"] * bound + ["smoothness_means", "coordinate_gradient",
+                                                 "score_loss"]
+    smooth, steps, score = ledger.mechanisms[-3:]
+    E, p = ledger.selection["train_epsilon"], X.shape[1]
+    eps_s = 0.1 * E / (2 if bound else 1)
+    assert smooth.count == p and smooth.noise_multiplier == pytest.approx(p / eps_s, rel=1e-12)
+    events = [dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(p / eps_s), p),
+              dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(steps.noise_multiplier),
+                                           2 * (p + 1)),
+              dp_event.LaplaceDpEvent(score.noise_multiplier)]
+    if bound:
+        events.insert(0, dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(eps_s)), 2))
+    acc = rdp.RdpAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    acc.compose(dp_event.RepeatAndSelectDpEvent(dp_event.ComposedDpEvent(events), 3.0, 1.0))
+    assert ledger.epsilon_achieved == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    assert 0.9 < ledger.epsilon_achieved <= 1.0
+    gauss = rdp.RdpAccountant()
+    gauss.compose(events[-2])
+    assert gauss.get_epsilon(1e-5) <= 0.9 * E * (1 + 1e-9)  # the steps' share, met
+    assert ledger.selection["smoothness_fraction"] == pytest.approx(0.1, rel=1e-12)
+    assert ledger.selection["smoothness_fraction_of"] == "train_epsilon"
+    for name in ("hyperparameter_selection", "exact_smoothness", "smoothness_bounds_from_data"):
+        assert name not in ledger.nonprivate_inputs
+    np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
+
+
+def test_dp_cd_p_grid_over_smoothness_fraction(regression):
+    """Configurations with different smoothness fractions are different
+    training events: the release is accounted at the per-order maximum of
+    their curves, never below either alone, and meets the target."""
     X, y = regression
-    with pytest.raises(ValueError, match=r"dp_cd_p.*smoothness.*solver='dp_cd'"):
-        PrivateSearch(DPCoordinateDescentRegressor(), {"step": [0.1, 1.0]}).fit(X, y)
+    search = PrivateSearch(DPCoordinateDescentRegressor(passes=2, bounds=1.0),
+                           {"smoothness_fraction": [0.05, 0.3], "step": [0.3, 1.0]},
+                           epsilon=1.0, delta=1e-5, k_mean=2, random_state=1).fit(X, y)
+    cal = search.calibration_
+    assert len(cal.train_multipliers) == 2 and search.privacy_ledger_.selection[
+        "n_training_events"] == 2
+    assert cal.epsilon_achieved <= 1.0
+    for spec, z in cal.trainings():
+        alone = ps.selection.selection_epsilon([(spec, z)], cal.score_spec,
+                                               cal.score_multiplier, 2.0, 1.0, 1e-5)
+        assert alone <= cal.epsilon_achieved * (1 + 1e-12)
 
 
 def _rr_laplace(z, iterations):

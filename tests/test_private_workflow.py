@@ -3,8 +3,11 @@ settings and refusals, the candidates' events against dp-accounting computed
 independently (DP-CD, DP-SGD under replace-one and add-or-remove, DP-SCD
 without replacement, primal DP-SCD), the workflow score's sensitivity on
 neighbouring datasets, and the refusals of trainings repeat-and-select cannot
-compose (DP-CD-P, DP-GCD at the paper's scale, seqDP-SCD, PLD-only events), and
-that dpcd.PrivateSearch accepts exactly the candidates the workflow accepts."""
+compose (DP-GCD at the paper's scale, seqDP-SCD, PLD-only events), and
+that dpcd.PrivateSearch accepts exactly the candidates the workflow accepts.
+DP-CD-P: each candidate's own smoothness release composed into its event, that
+release's Rényi divergence on replace-one neighbours below its event's, and
+its estimate drawn from the candidate's own stream."""
 
 import copy
 import math
@@ -137,7 +140,6 @@ def test_fresh_seeds_refused():
 
 
 @pytest.mark.parametrize("solver, grid, reason", [
-    ("dp_cd_p", {"step": [0.1, 1.0], "clip": [1.0]}, "smoothness estimate"),
     ("seq_dp_scd", {"clip": [0.1, 1.0], "batch_size": [5]}, "max_batch_size"),
     ("cd", {"step": [0.1, 1.0]}, "not a private solver"),
     ("dp_scd", {"clip": [0.1, 1.0], "batch_size": [5]}, "sampling: without_replacement"),
@@ -425,9 +427,12 @@ def test_estimator_and_workflow_accept_the_same_candidates(solver, relation):
             **({"batch_size": 6} if solver in ("dp_sgd", "dp_scd", "seq_dp_scd")
                else {"batch_size": 2} if solver == "primal_dp_scd" else {})}
     workflow = _workflow_candidate(solver, relation, problem, grid)
+    # dp_cd_p: public bounds, as the workflow's (read off the data, named);
+    # without them the estimator also releases a bound (tested in test_private_search)
     est = DPCoordinateDescentRegressor(
         solver=solver, neighbouring=relation, passes=2, fit_intercept=False,
-        penalty="l2" if scd else "l1", alpha=0.1 if scd else 0.05, **grid)
+        penalty="l2" if scd else "l1", alpha=0.1 if scd else 0.05,
+        **({"bounds": 1.0} if solver == "dp_cd_p" else {}), **grid)
     try:
         estimator = ps.training_spec(est, problem.n_samples, problem.n_features, 1.0,
                                      1e-4)[0]
@@ -436,7 +441,8 @@ def test_estimator_and_workflow_accept_the_same_candidates(solver, relation):
     assert isinstance(workflow, tuple) == isinstance(estimator, tuple), (workflow, estimator)
     if isinstance(workflow, tuple):
         assert workflow == estimator
-    expected_accepted = {("dp_cd", "replace_one"), ("dp_gcd", "replace_one"),
+    expected_accepted = {("dp_cd", "replace_one"), ("dp_cd_p", "replace_one"),
+                         ("dp_gcd", "replace_one"),
                          ("dp_sgd", "replace_one"), ("dp_sgd", "add_or_remove_one"),
                          ("dp_sgd", "replace_special"), ("dp_scd", "replace_special"),
                          ("primal_dp_scd", "replace_one")}
@@ -487,3 +493,175 @@ def test_noisy_max_renyi_divergences_stay_below_randomized_response():
                 worst = max(worst, d / rr[k])
     # Not vacuous: the two-score worst case comes close to the bound.
     assert worst > 0.5
+
+
+# --- DP-CD-P: each candidate's own smoothness release --------------------------
+DP_CD_P_GRID = {"step": [0.3, 1.0], "clip": [0.5, 1.0], "smoothness_fraction": 0.1}
+
+
+@pytest.mark.parametrize("epsilon, distribution, shape", [
+    (1.0, "geometric", 1.0), (0.5, "logarithmic", 0.0), (3.0, "negative_binomial", 0.5)])
+def test_dp_cd_p_released_epsilon_is_dp_accounting_repeat_and_select(epsilon, distribution,
+                                                                     shape):
+    """A dp_cd_p candidate is its own smoothness release (P means, Laplace of
+    multiplier P / eps_s each, eps_s = smoothness_fraction x its training
+    budget E), DP-CD's steps calibrated on (1 - fraction) E, and the score:
+    the released epsilon equals dp-accounting's RepeatAndSelectDpEvent of that
+    composition built here, meets the target and does not overshoot it; its
+    non-private inputs name neither exact_smoothness nor hyperparameter_selection."""
+    problem = _problem()
+    settings = {"distribution": distribution,
+                **({"shape": shape} if distribution == "negative_binomial" else {})}
+    spec = _spec("dp_cd_p", DP_CD_P_GRID, {"epsilon": epsilon, "delta": 1e-4}, **settings)
+    table, records = run_private_chunk(spec, 0, problem, f_star=1.0)
+    (released,) = _released(records)
+    ledger = released.ledgers[0]
+    smooth, steps, score = ledger.mechanisms
+    n, p = problem.n_samples, problem.n_features
+    E = ledger.selection["train_epsilon"]
+    assert (smooth.name, steps.name, score.name) == ("smoothness_means",
+                                                     "coordinate_gradient", "score_loss")
+    assert smooth.count == p and smooth.noise_multiplier == pytest.approx(p / (0.1 * E),
+                                                                          rel=1e-12)
+    candidate = ev.ComposedDpEvent([
+        ev.SelfComposedDpEvent(ev.LaplaceDpEvent(p / (0.1 * E)), p),
+        ev.SelfComposedDpEvent(ev.GaussianDpEvent(steps.noise_multiplier), 2 * p),
+        ev.LaplaceDpEvent(score.noise_multiplier)])
+    acc = rdp.RdpAccountant(neighboring_relation=REL.REPLACE_ONE)
+    acc.compose(ev.RepeatAndSelectDpEvent(candidate, 3.0, shape))
+    expected = acc.get_epsilon(1e-4)
+    assert ledger.epsilon_achieved == pytest.approx(expected, rel=1e-9)
+    assert 0.9 * epsilon < expected <= epsilon * (1 + 1e-12)
+    # the steps' noise: calibrated on their share, never below what dp-accounting certifies
+    gauss = rdp.RdpAccountant()
+    gauss.compose(ev.SelfComposedDpEvent(ev.GaussianDpEvent(steps.noise_multiplier), 2 * p))
+    assert gauss.get_epsilon(1e-4) <= 0.9 * E * (1 + 1e-12)
+    assert steps.noise_scale == pytest.approx(
+        steps.noise_multiplier * np.asarray(steps.sensitivity))
+    for name in ("exact_smoothness", "hyperparameter_selection"):
+        assert name not in ledger.nonprivate_inputs
+        assert name not in table["nonprivate_inputs"].iloc[0]
+    assert "smoothness_bounds_from_data" in ledger.nonprivate_inputs  # the crude bounds
+    assert ledger.selection["smoothness_fraction"] == pytest.approx(0.1, rel=1e-12)
+    assert ledger.selection["smoothness_fraction_of"] == "train_epsilon"
+    # every candidate released its own constants at the same multipliers
+    for record, tags in records[:-1]:
+        assert tags["role"] == "candidate"
+        got = [(m.name, m.noise_multiplier) for m in record.ledgers[0].mechanisms]
+        assert got == [(m.name, m.noise_multiplier) for m in (smooth, steps)]
+
+
+def test_dp_cd_p_candidate_smoothness_from_its_own_stream():
+    """Each candidate's smoothness estimate is drawn from its own stream (its
+    search's seed, index and configuration): the same stream gives the same
+    estimate, another candidate's another; on a replace-one neighbour (same
+    crude bounds) the same stream adds the same noise, so the estimates differ
+    by exactly the clipped means' difference, at most b_j / n each."""
+    from dpcd.privacy.smoothness import smoothness_sensitivity
+    from dpcd.sweep.private_run import candidate_smoothness, candidate_streams
+    from dpcd.sweep.private_search import SearchSettings
+
+    problem = _problem(n=60, p=5)
+    search = SearchSettings(k_mean=3.0).checked()
+    config = {"step": 1.0, "clip": 1.0, "smoothness_fraction": 0.1, "passes": 2,
+              "epsilon": 1.0}
+
+    def estimate(prob, index, seed=11, eps=1e3):  # eps: no clamp binds
+        stream = candidate_streams(seed, search, 1.0, 1e-4, 4, index, config)[2]
+        return np.asarray(candidate_smoothness(prob, 0.1, eps, stream)["smoothness"])
+
+    a = estimate(problem, 0)
+    np.testing.assert_array_equal(a, estimate(problem, 0))
+    assert not np.any(a == estimate(problem, 1)) and not np.any(a == estimate(problem, 0, 12))
+    other = copy.copy(problem)
+    other.X = problem.X.copy()
+    other.X[7] = 0.5 * problem.X[8]  # within the crude bounds 2 max |x_ij|
+    assert np.array_equal(np.abs(other.X).max(0), np.abs(problem.X).max(0))
+    b = estimate(other, 0)
+    per_sample = problem.datafit.per_sample_smoothness
+    bounds = per_sample(2 * np.abs(problem.X).max(0)[None, :])[0]
+    means = [np.clip(per_sample(x), 0, bounds).mean(0) for x in (problem.X, other.X)]
+    np.testing.assert_allclose(a - b, means[0] - means[1], rtol=0, atol=1e-12)
+    assert np.all(np.abs(a - b) <= smoothness_sensitivity(60, bounds) * (1 + 1e-12))
+    assert np.all(np.abs(a - b) > 0)
+    ledger = candidate_smoothness(problem, 0.1, 2.0, candidate_streams(
+        11, search, 1.0, 1e-4, 4, 0, config)[2])["ledger"]
+    assert privacy.Ledger.from_dict(ledger).epsilon_achieved == pytest.approx(0.2)
+
+
+def _laplace_renyi(t, order):
+    """D_order(Lap(0, 1) || Lap(t, 1)) by numerical integration."""
+    from scipy import integrate
+
+    def f(x):
+        return 0.5 * np.exp(-order * abs(x) - (1 - order) * abs(x - t))
+
+    total = sum(integrate.quad(f, lo, hi, limit=200)[0]
+                for lo, hi in ((-np.inf, min(0, t)), (min(0, t), max(0, t)),
+                               (max(0, t), np.inf)))
+    return math.log(total) / (order - 1)
+
+
+def test_dp_cd_p_smoothness_release_renyi_below_its_event():
+    """The smoothness release on replace-one neighbours (one record replaced,
+    clipped to [0, b_j]): the Rényi divergence of the p noisy means, integrated
+    numerically, stays below dp-accounting's RDP of the candidate's event for
+    it, SelfComposed(Laplace(p / eps_s), p) (each mean at its own sensitivity
+    b_j / n, tests/test_privacy_sensitivity.py), which is itself below the
+    vector's LaplaceDpEvent(1 / eps_s) (scale / L1 sensitivity of the means
+    normalised by their scales); the worst case attains the event."""
+    rng = np.random.default_rng(0)
+    n, p, eps = 30, 4, 0.8
+    datafit, _ = make_problem("squares", "none", 0.0)
+    X = rng.standard_normal((n, p))
+    bounds = datafit.per_sample_smoothness(np.full((1, p), 2.0))[0]
+    ledger = privacy.smoothness_ledger(n, bounds, eps)
+    (mech,) = ledger.mechanisms
+    scales = np.asarray(mech.noise_scale)
+    worst_X, worst_Xp = np.zeros((n, p)), np.zeros((n, p))
+    worst_Xp[3] = 10.0  # clipped at b_j: every mean moves by b_j / n
+    pairs = [(worst_X, worst_Xp)]
+    for k in range(3):
+        Xp = X.copy()
+        Xp[k] = rng.standard_normal(p) * 5
+        pairs.append((X, Xp))
+    orders = [1.5, 2.0, 4.0, 8.0, 16.0]
+    per_coordinate = rdp.RdpAccountant(orders, REL.REPLACE_ONE)
+    per_coordinate.compose(ev.SelfComposedDpEvent(ev.LaplaceDpEvent(mech.noise_multiplier),
+                                                  mech.count))
+    vector = rdp.RdpAccountant(orders, REL.REPLACE_ONE)
+    vector.compose(ev.LaplaceDpEvent(1 / eps))
+    assert mech.noise_multiplier == pytest.approx(p / eps) and mech.count == p
+    assert np.all(np.asarray(per_coordinate._rdp) <= np.asarray(vector._rdp) * (1 + 1e-12))
+    for index, (A, B) in enumerate(pairs):
+        shift = np.abs(np.clip(datafit.per_sample_smoothness(A), 0, bounds).mean(0)
+                       - np.clip(datafit.per_sample_smoothness(B), 0, bounds).mean(0))
+        for k, order in enumerate(orders):
+            exact = sum(_laplace_renyi(t, order) for t in shift / scales)
+            assert exact <= per_coordinate._rdp[k] * (1 + 1e-6) + 1e-12
+            if index == 0:  # attained
+                assert exact == pytest.approx(per_coordinate._rdp[k], rel=1e-6)
+
+
+def test_candidate_spec_refuses_dp_cd_p_ledgers_it_cannot_rebuild():
+    """A smoothness release with discrete (secure) noise, or one missing its
+    steps, is refused, not accounted as something else."""
+    import dataclasses
+
+    problem = _problem()
+    cal = algorithms.get("dp_cd_p").calibrate(
+        problem, {"step": 1.0, "clip": 1.0, "passes": 2, "smoothness_fraction": 0.1},
+        Budget(1.0, 1e-4, "rdp"))
+    spec, z = candidate_spec(cal.ledger, problem.n_samples)
+    assert spec == ("smoothness_gaussian", pytest.approx(50.0), 5, 0.0, 10)
+    smooth, steps = cal.ledger.mechanisms
+    secure = dataclasses.replace(cal.ledger, mechanisms=[
+        dataclasses.replace(smooth, kind="discrete_laplace"), steps])
+    with pytest.raises(ValueError, match="Laplace noise"):
+        candidate_spec(secure, problem.n_samples)
+    alone = dataclasses.replace(cal.ledger, mechanisms=[smooth], budget=cal.ledger.budget[:1])
+    with pytest.raises(ValueError, match="one training event"):
+        candidate_spec(alone, problem.n_samples)
+    with pytest.raises(ValueError, match="replace_one"):
+        accounting_relation = privacy.accounting.accountant_relation
+        accounting_relation(spec, "add_or_remove_one", "rdp")

@@ -61,10 +61,10 @@ PRIVATE_DEFAULTS = {
 PRIVATE_DISTRIBUTIONS = ("poisson", "geometric", "logarithmic", "negative_binomial")
 # The solvers whose runs can be candidates (dpcd.sweep.private_run checks each
 # candidate's accounted event again when it runs), and why the others cannot.
-PRIVATE_CANDIDATES = ("dp_cd", "dp_gcd", "dp_scd", "dp_sgd", "primal_dp_scd")
+# dp_cd_p: each candidate releases its own smoothness estimate, composed into
+# its event (dpcd.sweep.candidate), not the per-seed estimate of the grid runs.
+PRIVATE_CANDIDATES = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_scd", "dp_sgd", "primal_dp_scd")
 PRIVATE_REFUSED = {
-    "dp_cd_p": "its private smoothness estimate is a separate release shared by the "
-    "configurations of a seed, not part of one candidate's event",
     "seq_dp_scd": "its Poisson batches are calibrated at a max_batch_size whose tail "
     "is charged to delta, which repeat-and-select does not account",
 }

@@ -35,12 +35,14 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
     estimator : DPCoordinateDescentRegressor or DPCoordinateDescentClassifier
         Template of the candidates: the trainings the workflow's ``search:
         private`` takes (:func:`dpcd.sweep.candidate.candidate_spec`):
-        solver ``dp_cd``, ``dp_gcd`` or ``primal_dp_scd``; ``dp_sgd`` (under
-        replace-one as unsampled Gaussians of sensitivity 2C, or
-        ``"add_or_remove_one"`` / ``"replace_special"``); ``dp_scd`` under
-        ``"replace_special"``.  The default ``dp_cd_p`` is refused (use
-        ``dp_cd``).  Its ``epsilon``, ``delta``, ``accountant`` and
-        ``random_state`` are set by the search.
+        solver ``dp_cd_p`` (the default: each candidate releases its own
+        smoothness constants, and its own feature bound when ``bounds`` is
+        None, with ``smoothness_fraction`` of its training budget, composed in
+        RDP with its steps), ``dp_cd``, ``dp_gcd`` or ``primal_dp_scd``;
+        ``dp_sgd`` (under replace-one as unsampled Gaussians of sensitivity
+        2C, or ``"add_or_remove_one"`` / ``"replace_special"``); ``dp_scd``
+        under ``"replace_special"``.  Its ``epsilon``, ``delta``,
+        ``accountant`` and ``random_state`` are set by the search.
     param_grid : dict of lists
         Hyperparameters to draw from, uniformly, independently of the data
         (at least 2 configurations).

@@ -3,8 +3,10 @@ solve job per solver and selection seed; every candidate's run tagged
 role=candidate and the released run role=released; the released run's
 privacy.epsilon_achieved equal to dp-accounting's RepeatAndSelectDpEvent
 computed here from the configuration alone; no hyperparameter_selection among
-its non-private inputs; the summary's "Private tuning" section; bad settings
-refused before anything runs, naming the setting."""
+its non-private inputs (nor, for DP-CD-P, exact_smoothness: each candidate
+releases its own smoothness constants, composed into its event); the summary's
+"Private tuning" section; bad settings refused before anything runs, naming
+the setting."""
 
 import copy
 import math
@@ -19,6 +21,8 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 pytestmark = pytest.mark.workflow
 
 N, P, PASSES, BATCH, MEAN, SEEDS, EPS = 80, 20, 2, 8, 2.0, 2, 3.0
+FRACTION = 0.1  # dp_cd_p's smoothness_fraction
+SOLVERS = 3
 CONFIG = {
     "mlflow": {"tracking_uri": "sqlite:///results/mlflow.db"},
     "report": {"fresh_seeds": 0},
@@ -30,7 +34,9 @@ CONFIG = {
         "search": "private",
         "search_private": {"mean": MEAN, "selection_seeds": SEEDS},
         "solvers": {"dp_cd": {"step": [0.3, 1.0], "clip": [0.1, 1.0]},
-                    "dp_sgd": {"step": [0.01, 0.1], "clip": [1.0], "batch_size": [BATCH]}}}},
+                    "dp_sgd": {"step": [0.01, 0.1], "clip": [1.0], "batch_size": [BATCH]},
+                    "dp_cd_p": {"step": [0.3, 1.0], "clip": [0.1, 1.0],
+                                "smoothness_fraction": FRACTION}}}},
 }
 
 
@@ -53,7 +59,7 @@ def runs(private):
 
 def test_one_solve_job_per_solver_and_selection_seed(private):
     _, planned = private
-    assert planned["solve_private"] == 2 * SEEDS
+    assert planned["solve_private"] == SOLVERS * SEEDS
     assert "solve" not in planned
 
 
@@ -61,7 +67,7 @@ def test_roles_in_mlflow(runs):
     children = runs[runs["params.solver"].notna()]
     assert set(children["tags.role"]) == {"candidate", "released"}
     released = children[children["tags.role"] == "released"]
-    assert len(released) == 2 * SEEDS  # K >= 1 (geometric): one release per search
+    assert len(released) == SOLVERS * SEEDS  # K >= 1 (geometric): one release per search
     # each search ran as many candidates as it says (K)
     for (solver, name), group in children.groupby(
             [children["params.solver"],
@@ -71,16 +77,21 @@ def test_roles_in_mlflow(runs):
         assert group["tags.privacy.released"].tolist().count("true") == 1
 
 
-def _expected_epsilon(solver, z_train, z_score, delta):
+def _expected_epsilon(solver, z_train, z_score, delta, z_smooth=None):
     """dp-accounting alone, from the configuration: DP-CD's PASSES * P Gaussian
     coordinate releases; DP-SGD under replace-one as ceil(PASSES * N / BATCH)
-    unsampled Gaussians (no amplification); the Laplace score; repeat-and-select
-    with K geometric of mean MEAN (shape 1)."""
-    steps = PASSES * P if solver == "dp_cd" else math.ceil(PASSES * N / BATCH)
-    training = ev.SelfComposedDpEvent(ev.GaussianDpEvent(z_train), steps)
+    unsampled Gaussians (no amplification); DP-CD-P's as DP-CD's, after its P
+    smoothness means released with Laplace noise of multiplier ``z_smooth``
+    each (P / (FRACTION * train_epsilon), checked by the caller); the Laplace
+    score; repeat-and-select with K geometric of mean MEAN (shape 1)."""
+    steps = PASSES * P if solver in ("dp_cd", "dp_cd_p") else math.ceil(PASSES * N / BATCH)
+    training = [ev.SelfComposedDpEvent(ev.GaussianDpEvent(z_train), steps)]
+    if solver == "dp_cd_p":
+        training.insert(0, ev.SelfComposedDpEvent(
+            ev.LaplaceDpEvent(z_smooth), P))
     acc = rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     acc.compose(ev.RepeatAndSelectDpEvent(
-        ev.ComposedDpEvent([training, ev.LaplaceDpEvent(z_score)]), MEAN, 1.0))
+        ev.ComposedDpEvent([*training, ev.LaplaceDpEvent(z_score)]), MEAN, 1.0))
     return acc.get_epsilon(delta)
 
 
@@ -88,11 +99,20 @@ def test_released_epsilon_is_repeat_and_select(runs):
     released = runs[runs["tags.role"] == "released"]
     delta = 1.0 / N**2
     for row in released.to_dict("records"):
-        assert row["params.privacy.mechanism.1.name"] == "score_loss"
-        expected = _expected_epsilon(row["params.solver"],
-                                     row["metrics.privacy.mechanism.0.noise_multiplier"],
-                                     row["metrics.privacy.mechanism.1.noise_multiplier"], delta)
+        first = 1 if row["params.solver"] == "dp_cd_p" else 0  # after its smoothness
+        assert row[f"params.privacy.mechanism.{first + 1}.name"] == "score_loss"
+        z_smooth = row["metrics.privacy.mechanism.0.noise_multiplier"] if first else None
+        expected = _expected_epsilon(
+            row["params.solver"], row[f"metrics.privacy.mechanism.{first}.noise_multiplier"],
+            row[f"metrics.privacy.mechanism.{first + 1}.noise_multiplier"], delta, z_smooth)
         assert row["metrics.privacy.epsilon_achieved"] == pytest.approx(expected, rel=1e-9)
+        if first:
+            assert row["params.privacy.mechanism.0.name"] == "smoothness_means"
+            # the param holds 6 digits of train_epsilon
+            train_epsilon = float(row["params.privacy.selection.train_epsilon"])
+            assert z_smooth == pytest.approx(P / (FRACTION * train_epsilon), rel=1e-5)
+            assert row["metrics.privacy.noise_multiplier"] == \
+                row["metrics.privacy.mechanism.1.noise_multiplier"]
         assert expected <= EPS * (1 + 1e-9)
         assert row["params.privacy.delta"] and float(row["metrics.privacy.delta"]) == delta
 
@@ -102,6 +122,10 @@ def test_hyperparameter_selection_not_a_nonprivate_input_of_the_release(private,
     released = runs[runs["tags.role"] == "released"]
     for column in ("tags.privacy.nonprivate_inputs", "params.privacy.nonprivate_inputs"):
         assert not released[column].str.contains("hyperparameter_selection").any()
+        # DP-CD-P's constants are its own private release; its crude bounds stay named
+        cdp = released.loc[released["params.solver"] == "dp_cd_p", column]
+        assert len(cdp) == SEEDS and not cdp.str.contains("exact_smoothness").any()
+        assert cdp.str.contains("smoothness_bounds_from_data").all()
     parent = runs[runs["params.solver"].isna()]
     assert not parent["tags.privacy.nonprivate_inputs"].str.contains(
         "hyperparameter_selection").any()
@@ -118,7 +142,7 @@ def test_summary_private_tuning_section(private):
     assert "researcher's evaluation of the released model" in section
     assert "not part of the release" in section
     assert "RepeatAndSelectDpEvent" in section
-    assert section.count("| priv ") == 2
+    assert section.count("| priv ") == SOLVERS
 
 
 def test_finished_private_workdir_reruns_nothing(private):
@@ -149,8 +173,7 @@ def test_one_configuration_and_non_candidate_refused(tmp_path):
     proc = snakemake(make_workdir(tmp_path / "one", config), "-n", check=False)
     assert proc.returncode != 0
     assert "solvers.dp_cd: the grid has 1 configuration" in proc.stdout + proc.stderr
-    config["experiments"]["priv"]["solvers"] = {
-        "dp_cd_p": {"step": [0.1, 1.0], "clip": [1.0], "smoothness_fraction": 0.1}}
+    config["experiments"]["priv"]["solvers"] = {"cd": {"step": [0.1, 1.0]}}
     proc = snakemake(make_workdir(tmp_path / "cdp", config), "-n", check=False)
     assert proc.returncode != 0
-    assert "solvers.dp_cd_p: dp_cd_p cannot be a private-search candidate" in proc.stdout + proc.stderr
+    assert "solvers.cd: cd cannot be a private-search candidate" in proc.stdout + proc.stderr

@@ -1,16 +1,20 @@
 """DP-CD with privately estimated smoothness constants (Mangold et al. 2022,
 Section 5.2, Appendix F): the estimate spends ``smoothness_fraction`` of
 epsilon, optimisation the rest, and the two ledger lines add up."""
+import dataclasses
+
 import numpy as np
 
 from dpcd import privacy, solvers
+from dpcd.privacy.bounds import feature_bound_ledger
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter
 from dpcd.algorithms.dp_cd import calibrate_clipped, run_with
 
 SMOOTHNESS_FRACTION = Hyperparameter(
     "smoothness_fraction",
     {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
-     "description": "Share of epsilon spent on the smoothness constants."},
+     "description": "Share of epsilon spent on the smoothness constants (search "
+                    "private: of each candidate's training budget)."},
     default=0.1, estimator=False,
 )
 
@@ -18,8 +22,11 @@ SMOOTHNESS_FRACTION = Hyperparameter(
 def run(problem, config, seed, budget, private_smoothness=None):
     """DP-CD with private smoothness constants (Section 5.2, Appendix F).
 
-    ``private_smoothness`` holds the estimate released for this seed and its
-    ledger line; optimisation gets the rest of epsilon, and both lines add up.
+    ``private_smoothness`` holds the estimate released for this seed (in a
+    private search: for this candidate, from its own stream,
+    :func:`dpcd.sweep.private_run.candidate_smoothness`) and its ledger line;
+    optimisation gets the rest of epsilon, and both lines add up (a private
+    search composes them in RDP instead, :mod:`dpcd.sweep.candidate`).
     """
     if private_smoothness is None:
         raise ValueError("dp_cd_p needs the private smoothness estimate of its seed")
@@ -35,10 +42,45 @@ def run(problem, config, seed, budget, private_smoothness=None):
     return result, ledger
 
 
+def calibrate(problem, config, budget, smoothness_count=None, private_bound=False):
+    """The ledger a run at ``budget`` gets, without data: the smoothness
+    release at ``smoothness_fraction * epsilon`` (pure DP, noise multiplier
+    ``count / eps`` per constant, :func:`dpcd.privacy.smoothness_ledger`) and
+    DP-CD's steps at ``(1 - smoothness_fraction) * epsilon``, the same
+    arithmetic as :func:`run` and the estimators, so the noise multipliers are
+    the run's bit for bit (they depend on no constant: thresholds are probed
+    at unit smoothness).
+
+    ``smoothness_count``: constants released (default every coordinate; the
+    estimators' intercept is public). ``private_bound``: a feature bound is
+    released first with half of the smoothness share, as the estimators do
+    without public ``bounds`` (:mod:`dpcd.privacy.bounds`).
+    """
+    fraction = config.get("smoothness_fraction", SMOOTHNESS_FRACTION.default)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+            or not 0 < fraction < 1:
+        raise ValueError(f"smoothness_fraction must be in (0, 1), got {fraction!r}")
+    p = problem.n_features
+    clip = solvers.coordinate_clip(np.ones(p), config["clip"])
+    calibration, _ = calibrate_clipped(problem, config, clip,
+                                       (1.0 - fraction) * budget.epsilon, budget)
+    eps_smooth = fraction * budget.epsilon
+    ledgers = []
+    if private_bound:
+        eps_smooth /= 2.0
+        ledgers.append(feature_bound_ledger(problem.n_samples, eps_smooth))
+    count = p if smoothness_count is None else int(smoothness_count)
+    ledgers.append(privacy.smoothness_ledger(problem.n_samples, np.ones(count), eps_smooth))
+    ledger = privacy.Ledger.combine(ledgers + [calibration.ledger], algorithm="dp_cd_p")
+    return dataclasses.replace(calibration, ledger=ledger,
+                               epsilon_achieved=ledger.epsilon_achieved)
+
+
 SPEC = Algorithm(
     name="dp_cd_p",
     description="DP-CD with privately estimated smoothness constants (Appendix F).",
     run=run,
+    calibrate=calibrate,
     hyperparameters=(STEP, CLIP, SMOOTHNESS_FRACTION),
     required=("step", "clip"),
     losses=("squares", "logistic"),

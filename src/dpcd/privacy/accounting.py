@@ -31,6 +31,18 @@ cached (a sweep asks for the same (n, passes, ε, δ) thousands of times):
     (the composition :mod:`dpcd.privacy.gcd` calls ``"rdp"``); replace-one
     only (dp_accounting's RDP accountant accounts randomized response under
     ``REPLACE_ONE``), RDP only.
+``("smoothness_gaussian", z_smooth, count_smooth, eps_bound, steps)``
+    DP-CD with privately estimated smoothness constants as one release
+    (a private-search candidate, :mod:`dpcd.sweep.candidate`): the Laplace
+    release of ``count_smooth`` clipped smoothness means, each of noise
+    multiplier ``z_smooth`` (scale / its replace-one sensitivity b_j/n,
+    :mod:`dpcd.privacy.smoothness`), preceded, when ``eps_bound`` > 0, by
+    the ``eps_bound``-DP release of a feature bound (exponential mechanism,
+    :mod:`dpcd.privacy.bounds`, accounted as binary randomized response at
+    ``eps_bound`` as ``pure_pair`` is), then ``steps`` Gaussian steps of
+    multiplier ``z``: ``Composed([RandomizedResponse(2/(1+e^eps_bound), 2)?,
+    SelfComposed(Laplace(z_smooth), count_smooth), SelfComposed(Gaussian(z),
+    steps)])``; replace-one (DP-CD's relation), RDP only.
 
 Neighbouring relations and sensitivity normalisation
 ----------------------------------------------------
@@ -158,6 +170,15 @@ def make_event(spec: tuple, z: float):
                                          int(spec[1])),
             dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(z), int(spec[1])),
         ])
+    if kind == "smoothness_gaussian":
+        _, z_smooth, count_smooth, eps_bound, steps = spec
+        events = [dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(float(z_smooth)),
+                                               int(count_smooth)),
+                  dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(z), int(steps))]
+        if eps_bound > 0:
+            rr = 0.0 if eps_bound > 700.0 else 2.0 / (1.0 + math.exp(float(eps_bound)))
+            events.insert(0, dp_event.RandomizedResponseDpEvent(rr, 2))
+        return dp_event.ComposedDpEvent(events)
     if kind == "wor_gaussian":
         _, n, batch, steps = spec
         return dp_event.SelfComposedDpEvent(
@@ -195,6 +216,11 @@ def accountant_relation(spec: tuple, relation: str, kind: str):
         if relation != "replace_one" or kind != "rdp":
             raise ValueError("relation: pure-DP pairs (DP-GCD) are accounted under "
                              "replace_one by the rdp accountant only")
+        return "REPLACE_ONE"
+    if event_kind == "smoothness_gaussian":
+        if relation != "replace_one" or kind != "rdp":
+            raise ValueError("relation: DP-CD with private smoothness constants is "
+                             "accounted under replace_one by the rdp accountant only")
         return "REPLACE_ONE"
     if event_kind == "wor_gaussian":
         if relation != "replace_one":

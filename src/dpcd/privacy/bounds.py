@@ -112,6 +112,14 @@ def private_feature_bound(X, epsilon, rng, quantile=DEFAULT_QUANTILE,
                else np.abs(np.asarray(X, dtype=float)).max(axis=1))
     probabilities = bound_probabilities(row_max, epsilon, quantile, relation)
     bound = FACTOR * float(GRID[rng.choice(GRID.size, p=probabilities)])
+    return bound, feature_bound_ledger(n, epsilon, quantile, relation)
+
+
+def feature_bound_ledger(n, epsilon, quantile=DEFAULT_QUANTILE, relation="replace_one"):
+    """Ledger of :func:`private_feature_bound`'s release, without touching data:
+    one pure ``epsilon``-DP line, group ``"bounds"``."""
+    epsilon = check_epsilon(epsilon)
+    n = check_n(n)
     sensitivity = quantile_sensitivity(relation, quantile)
     mech = Mechanism(
         name="feature_bound", kind="exponential", sensitivity=sensitivity,
@@ -124,8 +132,7 @@ def private_feature_bound(X, epsilon, rng, quantile=DEFAULT_QUANTILE,
     line = BudgetLine(group="bounds", accountant="pure", epsilon_target=epsilon,
                       epsilon_achieved=epsilon, delta=0.0,
                       dp_event=f"ExponentialMechanism(eps={epsilon:.6g})")
-    ledger = Ledger(algorithm="private_feature_bound", neighbouring=relation,
-                    accountant="pure", epsilon_target=epsilon,
-                    epsilon_achieved=epsilon, delta=0.0, mechanisms=[mech],
-                    budget=[line])
-    return bound, ledger
+    return Ledger(algorithm="private_feature_bound", neighbouring=relation,
+                  accountant="pure", epsilon_target=epsilon,
+                  epsilon_achieved=epsilon, delta=0.0, mechanisms=[mech],
+                  budget=[line])

@@ -364,7 +364,8 @@ def _bisect(feasible, lo, hi, iterations=60):
 
 
 def calibrate_selection(train_specs, epsilon, delta, mean, shape, score_fraction,
-                        score_noise="laplace", relation="replace_one") -> SelectionCalibration:
+                        score_noise="laplace", relation="replace_one",
+                        trainings_at=None) -> SelectionCalibration:
     """Calibrate private selection to (``epsilon``, ``delta``).
 
     Parameters
@@ -382,6 +383,13 @@ def calibrate_selection(train_specs, epsilon, delta, mean, shape, score_fraction
     score_noise : {"laplace", "gaussian"}
     relation : str
         Neighbouring relation of the trainings.
+    trainings_at : callable, optional
+        ``trainings_at(eps_t) -> {spec: z}``: the trainings' own calibrations
+        at per-candidate ε ``eps_t``, for trainings whose event changes with
+        their budget (DP-CD-P: its smoothness release spends a fraction of
+        ``eps_t``, so its spec does); ``train_specs`` are then those at
+        ``epsilon``. Default: each of ``train_specs`` calibrated by
+        :func:`dpcd.privacy.accounting.calibrate_multiplier` at ``eps_t``.
 
     Returns
     -------
@@ -423,6 +431,13 @@ def calibrate_selection(train_specs, epsilon, delta, mean, shape, score_fraction
                                     shape, f, relation, score_spec)
 
     def multipliers(eps_t):
+        if trainings_at is not None:
+            zs = trainings_at(eps_t)
+            for spec in zs:
+                if "rdp" not in accounting.supported_accountants(spec, relation):
+                    raise ValueError(f"neighbouring: training event {spec} under {relation} "
+                                     "has no RDP accountant, which repeat-and-select needs")
+            return zs
         return {s: accounting.calibrate_multiplier(s, eps_t, delta, "rdp", relation)[0]
                 for s in specs}
 
@@ -473,6 +488,18 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
             f"eps={cal.train_epsilon:.6g} at delta; select_by={score.select_by}, "
             f"metric={score.metric}, score_clip={score.clip}, "
             f"clip_from_data={score.clip_from_data}")
+    record = selection_record(cal, score, k, distribution)
+    # DP-CD-P: the candidate's own smoothness release (and feature bound) spent
+    # smoothness_fraction of its training budget train_epsilon, pure DP,
+    # composed in RDP with its steps and the score (not added up)
+    pure = [b.epsilon_achieved for b in training.budget if b.group in ("smoothness", "bounds")]
+    if pure:
+        record.update(smoothness_epsilon=float(sum(pure)),
+                      smoothness_fraction=float(sum(pure)) / cal.train_epsilon,
+                      smoothness_fraction_of="train_epsilon")
+        note += (f"; smoothness: each candidate's own release, pure eps={sum(pure):.6g} = "
+                 f"smoothness_fraction {sum(pure) / cal.train_epsilon:.6g} of its training "
+                 "budget train_epsilon, composed in RDP with its steps and score")
     score_mech = Mechanism(
         name=f"score_{score.metric}", kind=score.noise, sensitivity=score.sensitivity,
         sensitivity_norm="l1" if score.noise == "laplace" else "l2",
@@ -494,8 +521,7 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
                   epsilon_target=cal.epsilon, epsilon_achieved=cal.epsilon_achieved,
                   delta=cal.delta, mechanisms=[*training.mechanisms, score_mech],
                   budget=[line], nonprivate_inputs=nonprivate, caveats=training.caveats,
-                  noise=training.noise, selection=selection_record(cal, score, k,
-                                                                   distribution))
+                  noise=training.noise, selection=record)
 
 
 def selection_record(calibration: SelectionCalibration, score: ScoreMechanism | None,

@@ -17,7 +17,10 @@ def tagged_runs(records, spec, problem):
     """The MLflow runs of a private search's candidates and released runs:
     :func:`dpcd.tracking.payload.mlflow_runs` with each run's role tags, a
     name of its own, and, for the released run, the training's noise
-    multiplier as ``privacy.noise_multiplier`` (its last mechanism is the score)."""
+    multiplier as ``privacy.noise_multiplier``: its last mechanism is the
+    score, the one before it the training's steps (DP-GCD: its gradient
+    entry, as its candidates report; DP-CD-P: its Gaussian steps, after its
+    smoothness release)."""
     from dpcd.tracking.payload import mlflow_runs
 
     runs = mlflow_runs([record for record, _ in records], spec, problem)
@@ -29,7 +32,7 @@ def tagged_runs(records, spec, problem):
         suffix = f"candidate{tags['dpcd.candidate']}" if role == "candidate" else "released"
         run["name"] = f"{spec['solver']}-private-seed{spec['chunk']}-{cell}-{suffix}"
         if role == "released":
-            training = record.ledgers[0].mechanisms[0]
+            training = record.ledgers[0].mechanisms[-2]
             run["metrics"] = [m for m in run["metrics"] if m[0] != "privacy.noise_multiplier"]
             run["metrics"].append(("privacy.noise_multiplier", training.noise_multiplier, 0))
     return runs

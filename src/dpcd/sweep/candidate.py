@@ -14,11 +14,20 @@ reason, every other: so the workflow's ``search: private`` and
   under add-or-remove-one or the zero record, DP-SCD without replacement;
 * DP-GCD at its correct selection scale composed by RDP: T pairs of an
   ε′-DP report-noisy-max (randomized response at ε′) and an ε′-DP Laplace
-  entry (``("pure_pair", T)``).
+  entry (``("pure_pair", T)``);
+* DP-CD-P under replace-one: its own smoothness release (the p clipped
+  means, each a Laplace release of multiplier p/ε_s relative to its
+  sensitivity b_j/n; with the estimators' private feature bound first, an
+  ε_b-DP exponential mechanism accounted as randomized response at ε_b)
+  composed in RDP with its Gaussian steps
+  (``("smoothness_gaussian", z_s, p, ε_b, T)``, z the steps').  Each
+  candidate releases its own estimate; the split between the estimate and
+  the steps is the run's own (``smoothness_fraction`` of the candidate's
+  training budget, :func:`dpcd.algorithms.dp_cd_p.calibrate`).
 
-Refused: DP-CD-P (its smoothness release), paper scales (``invalid_bound``),
-PLD-only events, a δ tail charged outside the event (seqDP-SCD's
-max_batch_size).
+Refused: paper scales (``invalid_bound``), PLD-only events, a δ tail charged
+outside the event (seqDP-SCD's max_batch_size), secure (discrete) smoothness
+noise.
 """
 
 import math
@@ -39,11 +48,7 @@ def candidate_spec(ledger, n_samples):
     if ledger is None:
         raise ValueError("a non-private run cannot be a private-search candidate")
     if any(m.group in ("smoothness", "bounds") for m in ledger.mechanisms):
-        raise ValueError(f"{ledger.algorithm}: its private smoothness estimate (a pure "
-                         "Laplace release, plus a bound release without public bounds) is "
-                         "not composed into one RDP event with its steps here; use "
-                         "solver='dp_cd' (exact constants, named as the non-private input "
-                         "exact_smoothness) with public bounds, or another candidate")
+        return _smoothness_spec(ledger, n_samples)
     if [m.kind for m in ledger.mechanisms] == ["report_noisy_max", "laplace"]:
         return _pure_pair_spec(ledger)
     if len(ledger.mechanisms) != 1 or len(ledger.budget) != 1:
@@ -70,6 +75,55 @@ def candidate_spec(ledger, n_samples):
         raise ValueError(f"{ledger.algorithm}: derived event {spec} at z={z} is not the "
                          f"accounted one, {line.dp_event}")
     return spec, z
+
+
+def _smoothness_spec(ledger, n_samples):
+    """DP-CD-P's release (``("smoothness_gaussian", z_s, p, eps_b, T)``, z the
+    steps'), when its ledger is: an optional pure feature-bound line, one pure
+    Laplace line of p smoothness means (multiplier p/ε_s each), then one
+    Gaussian event under RDP; every line checked against the rebuilt event."""
+    if ledger.neighbouring != "replace_one":
+        raise ValueError(f"{ledger.algorithm}: its smoothness release is accounted under "
+                         f"replace_one, not {ledger.neighbouring}")
+    groups = {}
+    for m, line in zip(ledger.mechanisms, ledger.budget):
+        groups.setdefault(m.group, []).append((m, line))
+    if len(ledger.mechanisms) != len(ledger.budget) or len(groups.get("smoothness", [])) != 1 \
+            or len(groups.get("bounds", [])) > 1 \
+            or len(ledger.mechanisms) != 2 + len(groups.get("bounds", [])):
+        raise ValueError(f"{ledger.algorithm}: a candidate with private smoothness needs "
+                         "one bound release at most, one smoothness release and one training "
+                         f"event, got mechanisms {[m.name for m in ledger.mechanisms]}")
+    (smooth, s_line), = groups["smoothness"]
+    if smooth.kind != "laplace" or s_line.accountant != "pure":
+        raise ValueError(f"{ledger.algorithm}: its {smooth.kind} smoothness release "
+                         "(noise secure?) has no RDP event here; a candidate needs Laplace noise")
+    z_s, count = float(smooth.noise_multiplier), int(smooth.count)
+    if not math.isclose(count / z_s, s_line.epsilon_achieved, rel_tol=1e-12) \
+            or s_line.dp_event != f"SelfComposed(Laplace({z_s:.6g}), {count})":
+        raise ValueError(f"{ledger.algorithm}: smoothness line {s_line.dp_event} at "
+                         f"eps {s_line.epsilon_achieved} is not {count} Laplace releases "
+                         f"of multiplier {z_s}")
+    eps_b = 0.0
+    for bound, b_line in groups.get("bounds", []):
+        eps_b = 2.0 / float(bound.noise_multiplier)
+        if bound.kind != "exponential" or b_line.accountant != "pure" \
+                or not math.isclose(eps_b, b_line.epsilon_achieved, rel_tol=1e-12):
+            raise ValueError(f"{ledger.algorithm}: bound release {bound.kind} at "
+                             f"{b_line.epsilon_achieved} is not the eps-DP exponential "
+                             "mechanism a candidate accounts")
+    steps = [(m, line) for m, line in zip(ledger.mechanisms, ledger.budget)
+             if m.group not in ("smoothness", "bounds")]
+    (m, line), = steps
+    if m.kind != "gaussian" or line.accountant != "rdp" or line.delta != ledger.delta:
+        raise ValueError(f"{ledger.algorithm}: its steps are {m.kind} accounted by "
+                         f"{line.accountant}; a candidate needs a Gaussian event under RDP "
+                         "carrying the whole delta")
+    z, gauss = float(m.noise_multiplier), ("gaussian", m.count)
+    if repr(accounting.make_event(gauss, z)) != line.dp_event:
+        raise ValueError(f"{ledger.algorithm}: steps' event {line.dp_event} is not {gauss} "
+                         f"at z={z}")
+    return ("smoothness_gaussian", z_s, count, eps_b, int(m.count)), z
 
 
 def _pure_pair_spec(ledger):

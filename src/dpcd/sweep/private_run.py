@@ -16,7 +16,10 @@ Steinke 2022; :mod:`dpcd.privacy.selection`) on the experiment's problem:
 4. each candidate runs as the sweep runs a configuration (its algorithm's
    ``run`` with the calibrated budget, its own stream), its ledger checked
    against the accounted event (noise never below), then its noisy score
-   (:func:`score_mechanism`);
+   (:func:`score_mechanism`); a DP-CD-P candidate first releases its own
+   smoothness constants from a third stream of its own
+   (:func:`candidate_smoothness`, ``smoothness_fraction`` of its training
+   budget), composed into its event;
 5. the candidate with the best noisy score is released; its ledger is the
    whole release (``RepeatAndSelectDpEvent``, its ε end to end) and lists no
    ``hyperparameter_selection``.
@@ -31,9 +34,10 @@ import time as clock
 
 import numpy as np
 
-from dpcd import algorithms
+from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
 from dpcd.privacy import selection
+from dpcd.problems import make_problem
 from dpcd.sweep.candidate import aligned, candidate_spec, check_trained
 from dpcd.sweep.grid import config_id, configurations, run_entropy, run_identity, run_seed
 from dpcd.sweep.private_search import SearchSettings, candidate_entropy, draw_search
@@ -161,28 +165,51 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
 def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, delta,
             neighbouring, seed, f_star, w_star, records):
     """One cell's search; appends its runs to ``records``; the released one."""
-    specs, relations = {}, set()
-    for config in configs:
-        cal = algorithm.calibrate(problem, config, Budget(epsilon, delta, "rdp", neighbouring))
-        specs[config_id(config)] = candidate_spec(cal.ledger, problem.n_samples)[0]
-        relations.add(cal.ledger.neighbouring)
+    def specs_at(eps):  # each configuration's (spec, z) by the candidate rule
+        out, relations = {}, set()
+        for config in configs:
+            cal = algorithm.calibrate(problem, config, Budget(eps, delta, "rdp", neighbouring))
+            out[config_id(config)] = candidate_spec(cal.ledger, problem.n_samples)
+            relations.add(cal.ledger.neighbouring)
+        return out, relations
+
+    def zs_at(eps_t):  # the trainings' own calibrations (DP-GCD: its eps'; DP-CD-P: its split)
+        zs = {}
+        for spec_, z in specs_at(eps_t)[0].values():
+            zs[spec_] = min(z, zs.get(spec_, math.inf))
+        return zs
+
+    specs, relations = specs_at(epsilon)
+    # DP-CD-P's event changes with its budget (its smoothness release spends a
+    # fraction of it): the selection then searches the trainings' own calibrations
+    private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
     if len(relations) != 1:
         raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
     relation = relations.pop()
     cal = selection.calibrate_selection(
-        list(specs.values()), epsilon, delta, search.k_mean, search.shape,
-        search.score_fraction, search.score_noise, relation)
-    cal = _aligned(cal, algorithm, problem, configs, delta, neighbouring, search, relation)
+        [s for s, _ in specs.values()], epsilon, delta, search.k_mean, search.shape,
+        search.score_fraction, search.score_noise, relation,
+        trainings_at=zs_at if private_smoothness else None)
+    cal = aligned(cal, zs_at, search.k_mean, search.shape)
+    if private_smoothness:
+        specs = specs_at(cal.train_epsilon)[0]
     k, drawn = draw_search(configs, search, seed, epsilon, delta)
     budget = Budget(cal.train_epsilon, delta, "rdp", neighbouring)
     best = None
     for index, config in enumerate(drawn):
-        fit_ss, score_ss = np.random.SeedSequence(candidate_entropy(
-            seed, search, epsilon, delta, len(configs), index, config)).spawn(2)
+        fit_ss, score_ss, smooth_ss = candidate_streams(seed, search, epsilon, delta,
+                                                        len(configs), index, config)
         start = int(clock.time() * 1000)
+        extra = {}
+        if private_smoothness:  # the candidate's own release, from its own stream
+            fraction = config.get("smoothness_fraction",
+                                  algorithm.hyperparameter("smoothness_fraction").default)
+            extra["private_smoothness"] = candidate_smoothness(problem, fraction,
+                                                               cal.train_epsilon, smooth_ss)
         result, ledger = algorithm.run(problem, config,
-                                       [int(x) for x in fit_ss.generate_state(4)], budget)
-        accounted = specs[config_id(config)]
+                                       [int(x) for x in fit_ss.generate_state(4)], budget,
+                                       **extra)
+        accounted = specs[config_id(config)][0]
         check_trained(ledger, problem.n_samples, accounted, cal.train_multipliers[accounted])
         for item in problem.nonprivate_inputs:
             ledger = ledger.add_nonprivate_input(item)
@@ -210,18 +237,31 @@ def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, d
     return out, result, k, noisy, support
 
 
-def _aligned(cal, algorithm, problem, configs, delta, neighbouring, search, relation):
-    """``cal`` aligned on the trainings' own calibrations (:func:`aligned`)."""
-    def zs_at(eps_t):
-        zs = {}
-        for config in configs:
-            run_cal = algorithm.calibrate(problem, config,
-                                          Budget(eps_t, delta, "rdp", neighbouring))
-            spec, z = candidate_spec(run_cal.ledger, problem.n_samples)
-            zs[spec] = min(z, zs.get(spec, math.inf))
-        return zs
+def candidate_streams(seed, search, epsilon, delta, n_configs, index, config):
+    """Candidate ``index``'s three streams: its training, its score's noise and
+    (DP-CD-P) its smoothness release, spawned from its own entropy
+    (:func:`dpcd.sweep.private_search.candidate_entropy`: the search's seed,
+    the candidate's index and configuration, never the data); the first two
+    are those of a two-stream spawn, so other candidates' draws are unchanged."""
+    return np.random.SeedSequence(candidate_entropy(
+        seed, search, epsilon, delta, n_configs, index, config)).spawn(3)
 
-    return aligned(cal, zs_at, search.k_mean, search.shape)
+
+def candidate_smoothness(problem, fraction, epsilon, stream):
+    """A DP-CD-P candidate's own private smoothness constants (DP-CD Appendix
+    F, :func:`dpcd.privacy.estimate_smoothness` as the private smoothness
+    stage releases them: the crude bounds 2 max_i |x_ij|, recorded as the
+    non-private input ``smoothness_bounds_from_data``) at ``fraction *
+    epsilon``, its Laplace noise drawn from ``stream`` (a ``SeedSequence``)
+    only, in the form :func:`dpcd.algorithms.dp_cd_p.run` takes."""
+    if problem.is_sparse:
+        raise ValueError("dp_cd_p: the private smoothness estimate takes dense data, and "
+                         "sparse datasets are never densified")
+    datafit, _ = make_problem(problem.loss, "none", 0.0)
+    smoothness, ledger = privacy.estimate_smoothness(
+        datafit, problem.X, fraction * epsilon, np.random.default_rng(stream))
+    return {"smoothness": np.asarray(smoothness).tolist(),
+            "smoothness_fraction": fraction, "ledger": ledger.to_dict()}
 
 
 def _record(config, cid, result, ledger, problem, f_star, start):

@@ -25,10 +25,11 @@ settings and the data's shape (:func:`calibrated_ledger`): ``dp_cd``,
 ``primal_dp_scd``, ``dp_sgd`` (replace-one: unsampled Gaussians of
 sensitivity 2C, no amplification; Poisson batches under add-or-remove-one
 or the zero record), ``dp_scd`` (without replacement, or Poisson under the
-zero record) and ``dp_gcd`` (its correct selection scale: T pairs of an
-ε′-DP randomized response and an ε′-DP Laplace entry).  ``dp_cd_p`` (its
-smoothness release) and ``seq_dp_scd`` are refused with the reason
-(:data:`dpcd.plan.PRIVATE_REFUSED`).  Each calibration is aligned on the
+zero record), ``dp_gcd`` (its correct selection scale: T pairs of an
+ε′-DP randomized response and an ε′-DP Laplace entry) and ``dp_cd_p`` (each
+candidate's own smoothness release, and feature bound without public
+``bounds``, composed in RDP with its steps).  ``seq_dp_scd`` is refused with
+the reason (:data:`dpcd.plan.PRIVATE_REFUSED`).  Each calibration is aligned on the
 trainings' own (:func:`dpcd.sweep.candidate.aligned`) and after each fit the
 candidate's ledger is read again by the same rule and checked against the
 accounted event (noise multiplier never below), so a mismatch refuses
@@ -197,19 +198,15 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
     ``delta``) under the RDP accountant, from its settings and the data's
     shape only (no record is read): its algorithm's own ``calibrate`` on a
     probe of unit smoothness constants (the noise multipliers do not depend
-    on them: thresholds and noise scale together).  ``ValueError`` for a
-    solver without a calibration of its own (``dp_cd_p``: its smoothness
-    release), naming the reason and how to proceed."""
+    on them: thresholds and noise scale together); for ``dp_cd_p``, the
+    release of its ``n_features`` constants (and of a feature bound when
+    ``bounds`` is None) at the estimator's ``smoothness_fraction``.
+    ``ValueError`` for a solver without a calibration of its own, naming the
+    reason."""
     solver = estimator.solver
     if solver not in algorithms.names(private=True):
         raise ValueError(f"solver={solver!r} is not a private solver")
     spec = algorithms.get(solver)
-    if spec.smoothness == "private":  # each fit releases its own constants
-        raise ValueError(f"solver={solver!r} cannot be a private-search candidate: its "
-                         "Laplace release of the smoothness constants (and of a bound, "
-                         "without public bounds) is not composed with its Gaussian steps "
-                         "into one RDP event here; use solver='dp_cd' (its exact constants "
-                         "are then the named non-private input exact_smoothness)")
     if solver in PRIVATE_REFUSED or spec.calibrate is None:
         raise ValueError(f"solver={solver!r} cannot be a private-search candidate: "
                          f"{PRIVATE_REFUSED.get(solver, 'it has no calibration of its own')}")
@@ -223,8 +220,14 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
                               estimator._internal_alpha(), estimator.l1_ratio)
     probe = SimpleNamespace(n_samples=n_samples, n_features=p, smoothness=np.ones(p),
                             penalty=penalty)
+    extra = {}
+    if spec.smoothness == "private":  # each fit releases its own constants (not the
+        # intercept's, public), after a private feature bound without public bounds
+        config["smoothness_fraction"] = float(estimator.smoothness_fraction)
+        extra = {"smoothness_count": n_features, "private_bound": estimator.bounds is None}
     try:
-        return spec.calibrate(probe, config, Budget(epsilon, delta, "rdp", relation)).ledger
+        return spec.calibrate(probe, config, Budget(epsilon, delta, "rdp", relation),
+                              **extra).ledger
     except ValueError as err:
         raise ValueError(f"solver={solver!r} cannot be a private-search candidate with "
                          f"neighbouring={relation!r}: {err}") from err
@@ -355,12 +358,25 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
                                      len(y_score), clip, settings.score_clip_from_data)
 
     # every configuration's training event, whether drawn or not (the mixture)
-    specs, relations = {}, set()
-    for config in configs:
-        est = clone(estimator).set_params(**config)
-        spec, rel = training_spec(est, X_fit.shape[0], p, epsilon, delta)
-        specs[tuple(sorted(config.items()))] = spec
-        relations.add(rel)
+    def specs_at(eps):
+        out, rels = {}, set()
+        for config in configs:
+            est = clone(estimator).set_params(**config)
+            led = calibrated_ledger(est, X_fit.shape[0], p, eps, delta)
+            out[tuple(sorted(config.items()))] = candidate_spec(led, X_fit.shape[0])
+            rels.add(led.neighbouring)
+        return out, rels
+
+    def zs_at(eps_t):  # each training's own calibration at eps_t (DP-GCD: its eps')
+        zs = {}
+        for spec, z in specs_at(eps_t)[0].values():
+            zs[spec] = min(z, zs.get(spec, math.inf))
+        return zs
+
+    specs, relations = specs_at(epsilon)
+    # DP-CD-P's event changes with its budget (its smoothness release spends a
+    # fraction of it): the selection then searches the trainings' own calibrations
+    private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
     if len(relations) != 1:
         raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
     relation = relations.pop()
@@ -371,19 +387,12 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
                          "replace_special): under neighbouring='add_or_remove_one' the "
                          "random split of the records changes with n")
     calibration = selection.calibrate_selection(
-        list(specs.values()), epsilon, delta, settings.k_mean, settings.shape,
-        settings.score_fraction, settings.score_noise, relation)
-
-    def zs_at(eps_t):  # each training's own calibration at eps_t (DP-GCD: its eps')
-        zs = {}
-        for config in configs:
-            led = calibrated_ledger(clone(estimator).set_params(**config), X_fit.shape[0], p,
-                                    eps_t, delta)
-            spec, z = candidate_spec(led, X_fit.shape[0])
-            zs[spec] = min(z, zs.get(spec, math.inf))
-        return zs
-
+        [s for s, _ in specs.values()], epsilon, delta, settings.k_mean, settings.shape,
+        settings.score_fraction, settings.score_noise, relation,
+        trainings_at=zs_at if private_smoothness else None)
     calibration = aligned(calibration, zs_at, settings.k_mean, settings.shape)
+    if private_smoothness:
+        specs = specs_at(calibration.train_epsilon)[0]
 
     best = None
     for index, config in enumerate(drawn):
@@ -395,7 +404,7 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         with warnings.catch_warnings():  # named once, by the caller, from the ledger
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             est.fit(X_fit, y_fit)
-        spec = specs[tuple(sorted(config.items()))]
+        spec = specs[tuple(sorted(config.items()))][0]
         check_trained(est.privacy_ledger_, X_fit.shape[0], spec,
                       calibration.train_multipliers[spec])
         values, penalty = candidate_values(est, X_score, y_score, metric)
