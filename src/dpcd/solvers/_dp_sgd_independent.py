@@ -157,6 +157,28 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
             penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
             n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
             checkpoints, obj):
+    """:func:`_outer_steps` compiled once for dense and once for sparse X: a
+    ``sparse`` known at compile time takes its branches out of the loops over
+    a batch (347 786 x 90 dense, one run: 363 -> 251 ns per sampled row at
+    b = 2000, CPU time, same-process A/B; compilation of both kernels 9 -> 21
+    CPU s, once per machine: they are cached)."""
+    if sparse:
+        _outer_steps(True, X, data, indices, indptr, y, W, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
+                     checkpoints, obj)
+    else:
+        _outer_steps(False, X, data, indices, indptr, y, W, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
+                     checkpoints, obj)
+
+
+@njit(inline="always", error_model="numpy")
+def _outer_steps(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
+                 penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                 n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
+                 checkpoints, obj):
     """Run DP-SGD on the K rows of ``W`` in place, run k with its own streams.
 
     Parameters as :func:`dpcd.solvers.dp_sgd._dp_sgd_kernel`, except:
@@ -253,7 +275,22 @@ def _dot_column(X, i, WT, k):
 def _kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
                        penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
                        n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj):
-    """:func:`_kernel` on transposed iterates ``WT`` (n_features, K), with the
+    """:func:`_inner_steps`, compiled once for dense and once for sparse X."""
+    if sparse:
+        _inner_steps(True, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj)
+    else:
+        _inner_steps(False, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj)
+
+
+@njit(inline="always", error_model="numpy")
+def _inner_steps(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
+                 penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                 n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj):
+    """:func:`_outer_steps` on transposed iterates ``WT`` (n_features, K), with the
     gradient sums ``G`` (same shape, zero on entry and exit) and a step's
     noise ``N`` (same shape) in that layout too: the same draws and the same
     arithmetic per run (the prox's divisions skipped only where they are by 1)."""
