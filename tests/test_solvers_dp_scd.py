@@ -489,3 +489,22 @@ def test_hinge_datafit():
     assert hinge.fenchel_young(y, z, -y * 1.5) == np.inf
     with pytest.raises(ValueError, match="not twice differentiable"):
         hinge.raw_hessian(y, z)
+
+
+@pytest.mark.parametrize("code", [SQUARES, LOGISTIC, HINGE])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("n, p", [(150, 6), (1003, 90)])
+def test_initial_objective_is_the_objective_at_zero_bit_for_bit(code, order, n, p):
+    """The objective at θ = 0 is taken without reading X (every margin is 0):
+    the bits of the row-wise pass over X, on C- and F-ordered X (dual and
+    primal layouts), every loss, and y with zeros (whose residual's sign
+    differs)."""
+    from dpcd.solvers.dp_scd import _initial_objective, _objective
+
+    rng = np.random.default_rng(n)
+    X = np.asarray(_unit_rows(rng.standard_normal((n, p))), order=order)
+    y = rng.standard_normal(n) if code == SQUARES else np.sign(rng.standard_normal(n))
+    y[::5] = 0.0 if code == SQUARES else y[::5]
+    got = _initial_objective(X, y, code, 0.3)
+    assert got == _objective(X, y, np.zeros(p), code, 0.3)
+    assert got == _objective(-X, y, np.zeros(p), code, 0.3)  # margins -0.0

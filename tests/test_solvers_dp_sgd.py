@@ -380,3 +380,35 @@ def test_many_runs_are_each_run_alone_bit_for_bit(loss, penalty, sparse, per_cal
                         passes=passes, **{**kw, "seed": 5})
     moved = [(a, b) for a, b in zip(many, other) if np.any(a.w != 0)]
     assert len(moved) >= 5 and all(not np.array_equal(a.w, b.w) for a, b in moved)
+
+
+@pytest.mark.parametrize("loss", ["squares", "logistic", "hinge"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_checkpoint_objectives_of_many_runs_are_each_runs_bit_for_bit(loss, sparse):
+    """The kernels' checkpoint objectives read X once per block of runs (8 dot
+    products across runs per dense row): each run's value is that of the run
+    evaluated alone, bit for bit, whatever the block (1, 3, 8, 11 runs, an odd
+    feature count), and the objective to rounding."""
+    import scipy.sparse as sps
+
+    from dpcd.problems import objective
+    from dpcd.solvers._sgd_steps import OBJECTIVE_RUNS, _objectives
+    from dpcd.solvers.base import as_design
+
+    X, y = _data(n=70, p=11, logistic=loss != "squares")
+    if sparse:
+        X = sps.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    datafit, pen = make_problem(loss, "elastic_net", 0.05)
+    design = as_design(X, "csr")[0]
+    W = np.random.default_rng(1).standard_normal((11, 11))
+    assert W.shape[0] > OBJECTIVE_RUNS
+    alone = np.empty(11)
+    for k in range(11):
+        _objectives(*design, y, W[k:k + 1], 1, datafit.code, pen.code, pen.params,
+                    alone[k:k + 1])
+        np.testing.assert_allclose(alone[k], objective(X, y, W[k], datafit, pen), rtol=1e-12)
+    for active in (1, 3, 8, 11):
+        out = np.full(11, np.nan)
+        _objectives(*design, y, W, active, datafit.code, pen.code, pen.params, out)
+        np.testing.assert_array_equal(out[:active], alone[:active])
+        assert np.all(np.isnan(out[active:]))

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, uint64
 
 from dpcd.solvers._normal import _minus_2_log, _pair, _splitmix, take_normals
-from dpcd.solvers._prefetch import prefetch_row
+from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers._sgd_steps import (_add_clipped_gradient, _clipped_derivative, _objectives,
                                      _prox_form, _prox_step)
 
@@ -88,27 +88,68 @@ def _next_gap(keys, lam, bufs, starts, k, counter):
     return int(bufs[k, counter - starts[k]])
 
 
+# selected trials each run draws ahead of use (a power of 2): their rows are
+# prefetched while the current ones are processed
+AHEAD = 8
+
+
 @njit(inline="always")
 def _first_trials(sample_keys, q, n_runs):
     """Both kernels' sampling state: whether every record is taken, the
-    geometric rate, each run's next selected trial (global index), the gaps
-    drawn so far per run, and the gap buffers with their first counters."""
+    geometric rate, each run's ring of its next :data:`AHEAD` selected trials
+    (global indices; ``heads[k]`` the current one), the gaps drawn so far per
+    run, and the gap buffers with their first counters. The gaps are drawn in
+    order, one per trial: a run's trials do not depend on how far ahead."""
     full = q >= 1.0
     lam = 0.0 if full else -np.log1p(-q)
-    nxt = np.empty(n_runs, dtype=np.int64)
-    drawn = np.ones(n_runs, dtype=np.int64)
+    ring = np.empty((n_runs, AHEAD), dtype=np.int64)
+    heads = np.zeros(n_runs, dtype=np.int64)
+    drawn = np.full(n_runs, AHEAD, dtype=np.int64)
     gaps, gap_starts = np.empty((n_runs, GAPS)), np.full(n_runs, -GAPS, dtype=np.int64)
     for k in range(n_runs):
-        nxt[k] = 0 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, 0) - 1
-    return full, lam, nxt, drawn, gaps, gap_starts
+        last = -1  # trial 0 is gap 0 - 1, trial m + 1 is trial m + gap m + 1
+        for m in range(AHEAD):
+            last += 1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, m)
+            ring[k, m] = last
+    return full, lam, ring, heads, drawn, gaps, gap_starts
 
 
 @njit(inline="always")
-def _next_row(X, pos, first, stop, n_samples):
-    """Prefetch the row of trial ``pos`` if it is at the step after the current
-    one (``first .. stop - 1``); later ones wait (no integer division)."""
+def _advance(full, lam, sample_keys, gaps, gap_starts, ring, heads, drawn, k):
+    """Run k's next selected trial; its ring slot is refilled with the trial
+    :data:`AHEAD` later, which is returned too (to prefetch its row)."""
+    h = heads[k]
+    newest = ring[k, (h - 1) & (AHEAD - 1)] + (
+        1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, drawn[k]))
+    drawn[k] += 1
+    ring[k, h] = newest
+    h = (h + 1) & (AHEAD - 1)
+    heads[k] = h
+    return ring[k, h], newest
+
+
+@njit(inline="always")
+def _prefetch_trial(X, y, row_norms, inclusions, pos, first, stop, n_samples):
+    """Prefetch what trial ``pos`` reads (its row, label, norm and inclusion
+    count) if it is in the current step (``first .. stop - 1``) or the next;
+    later ones wait (no integer division)."""
     if pos < stop + n_samples:
-        prefetch_row(X, pos - stop if pos >= stop else pos - first)
+        i = pos - stop if pos >= stop else pos - first
+        prefetch_row(X, i)
+        prefetch(y, i)
+        prefetch(row_norms, i)
+        prefetch(inclusions, i)
+
+
+@njit(inline="always")
+def _prefetch_step(X, y, row_norms, inclusions, ring, k, first, stop):
+    """Prefetch run k's drawn trials of the current step: the rows its
+    previous step prefetched may have left the cache while the other runs
+    took their turns."""
+    for m in range(AHEAD):
+        pos = ring[k, m]
+        if first <= pos < stop:
+            _prefetch_trial(X, y, row_norms, inclusions, pos, first, stop, 0)
 
 
 @njit(cache=True, error_model="numpy")
@@ -116,6 +157,28 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
             penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
             n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
             checkpoints, obj):
+    """:func:`_outer_steps` compiled once for dense and once for sparse X: a
+    ``sparse`` known at compile time takes its branches out of the loops over
+    a batch (347 786 x 90 dense, one run: 363 -> 251 ns per sampled row at
+    b = 2000, CPU time, same-process A/B; compilation of both kernels 9 -> 21
+    CPU s, once per machine: they are cached)."""
+    if sparse:
+        _outer_steps(True, X, data, indices, indptr, y, W, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
+                     checkpoints, obj)
+    else:
+        _outer_steps(False, X, data, indices, indptr, y, W, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
+                     checkpoints, obj)
+
+
+@njit(inline="always", error_model="numpy")
+def _outer_steps(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
+                 penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                 n_steps, sample_keys, noise_keys, noise_bufs, grad, noise, inclusions,
+                 checkpoints, obj):
     """Run DP-SGD on the K rows of ``W`` in place, run k with its own streams.
 
     Parameters as :func:`dpcd.solvers.dp_sgd._dp_sgd_kernel`, except:
@@ -126,7 +189,7 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
     """
     n_samples = y.shape[0]
     n_runs, n_features = W.shape
-    full, lam, nxt, drawn, gaps, gap_starts = _first_trials(sample_keys, q, n_runs)
+    full, lam, ring, heads, drawn, gaps, gap_starts = _first_trials(sample_keys, q, n_runs)
     start = np.full(n_runs, -noise_bufs.shape[1], dtype=np.int64)  # buffers empty
     c = 0
     active = n_runs
@@ -138,21 +201,22 @@ def _kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty_code,
         stop = first + n_samples
         for k in range(active):
             w, g, scale = W[k], grad[k], noise_scales[k]
+            if not sparse:
+                _prefetch_step(X, y, row_norms, inclusions, ring, k, first, stop)
             start[k] = take_normals(noise_keys[k], noise_bufs[k], start[k],
                                     t * n_features, noise)
-            pos = nxt[k]
+            pos = ring[k, heads[k]]
             # sum of clipped per-sample gradients over the run's batch
             while pos < stop:
                 i = pos - first
                 inclusions[i] += 1
                 _add_clipped_gradient(sparse, X, data, indices, indptr, y, i, w, g,
                                       datafit_code, row_norms[i], clips[k])
-                pos += 1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k,
-                                                 drawn[k])
-                drawn[k] += 1
+                pos, newest = _advance(full, lam, sample_keys, gaps, gap_starts, ring, heads,
+                                       drawn, k)
                 if not sparse:
-                    _next_row(X, pos, first, stop, n_samples)
-            nxt[k] = pos
+                    _prefetch_trial(X, y, row_norms, inclusions, newest, first, stop,
+                                    n_samples)
             # the sum plus N(0, sigma^2 I), then the prox step, in one pass
             # that also clears the sum for the next step
             shrink, divide = _prox_form(penalty_code, penalty_params, steps[k])
@@ -211,7 +275,22 @@ def _dot_column(X, i, WT, k):
 def _kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
                        penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
                        n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj):
-    """:func:`_kernel` on transposed iterates ``WT`` (n_features, K), with the
+    """:func:`_inner_steps`, compiled once for dense and once for sparse X."""
+    if sparse:
+        _inner_steps(True, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj)
+    else:
+        _inner_steps(False, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
+                     penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                     n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj)
+
+
+@njit(inline="always", error_model="numpy")
+def _inner_steps(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_code,
+                 penalty_params, steps, clips, noise_scales, batch_size, row_norms, q,
+                 n_steps, sample_keys, noise_keys, G, N, inclusions, checkpoints, obj):
+    """:func:`_outer_steps` on transposed iterates ``WT`` (n_features, K), with the
     gradient sums ``G`` (same shape, zero on entry and exit) and a step's
     noise ``N`` (same shape) in that layout too: the same draws and the same
     arithmetic per run (the prox's divisions skipped only where they are by 1)."""
@@ -222,7 +301,7 @@ def _kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code, pe
     for k in range(n_runs):
         shrink[k], divide[k] = _prox_form(penalty_code, penalty_params, steps[k])
         plain = plain and divide[k] == 1.0
-    full, lam, nxt, drawn, gaps, gap_starts = _first_trials(sample_keys, q, n_runs)
+    full, lam, ring, heads, drawn, gaps, gap_starts = _first_trials(sample_keys, q, n_runs)
     c = 0
     active = n_runs
     total = n_steps[0] if active > 0 else 0
@@ -233,7 +312,9 @@ def _kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code, pe
         stop = first + n_samples
         # each run's batch: scalar, but the runs' dependent chains overlap
         for k in range(active):
-            pos = nxt[k]
+            if not sparse:
+                _prefetch_step(X, y, row_norms, inclusions, ring, k, first, stop)
+            pos = ring[k, heads[k]]
             while pos < stop:
                 i = pos - first
                 inclusions[i] += 1
@@ -250,12 +331,11 @@ def _kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_code, pe
                 else:
                     for j in range(n_features):
                         G[j, k] += d * X[i, j]
-                pos += 1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k,
-                                                 drawn[k])
-                drawn[k] += 1
+                pos, newest = _advance(full, lam, sample_keys, gaps, gap_starts, ring, heads,
+                                       drawn, k)
                 if not sparse:
-                    _next_row(X, pos, first, stop, n_samples)
-            nxt[k] = pos
+                    _prefetch_trial(X, y, row_norms, inclusions, newest, first, stop,
+                                    n_samples)
         # noise, sum and prox across runs (vectorised), clearing the sums
         _step_noise(noise_keys, active, t * n_features, N)
         for j in range(n_features):

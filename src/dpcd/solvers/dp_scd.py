@@ -737,8 +737,24 @@ def _checkpoint_iterations(passes, size, batch_size):
                      for c in pass_checkpoints(passes)[1:]], dtype=np.int64)
 
 
-def _check_norms(X, axis, what):
-    norms = np.sqrt(np.einsum("ij,ij->i" if axis == 1 else "ij,ij->j", X, X))
+def _squared_norms(X, axis):
+    """``‖x_i‖²`` per row (axis 1) or per column (axis 0): one pass over X,
+    shared by the norm check and the kernels."""
+    return np.einsum("ij,ij->i" if axis == 1 else "ij,ij->j", X, X)
+
+
+def _initial_objective(X, y, code, alpha_pen):
+    """:func:`_objective` at θ = 0 without reading X: every margin is 0 (its
+    sign aside, which no loss sees: (0 - y)², log(1 + e^0), max(0, 1)), and
+    the same compiled loop sums the same losses in the same order, so the
+    bits are those of ``_objective(X, y, 0, ...)`` (tested)."""
+    return _objective(np.zeros((X.shape[0], 1)), y, np.zeros(1), code, alpha_pen)
+
+
+def _check_norms(squared, axis, what):
+    """Refuse rows (axis 1) or columns (axis 0) of norm above 1 (from
+    :func:`_squared_norms`)."""
+    norms = np.sqrt(squared)
     bad = np.flatnonzero(norms > 1.0 + _NORM_TOL)
     if bad.size:
         k = int(bad[0])
@@ -849,8 +865,9 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
                          f"got {batch_size!r}")
     batch_size = int(batch_size)
     checkpoints = pass_checkpoints(passes)
+    squared_norms = _squared_norms(X, 0 if primal else 1)
     if noise_scale > 0:
-        _check_norms(X, 0 if primal else 1, "column" if primal else "row")
+        _check_norms(squared_norms, 0 if primal else 1, "column" if primal else "row")
 
     alpha_pen = penalty.alpha
     lam = 0.5 * alpha_pen if datafit.code == SQUARES else alpha_pen
@@ -864,11 +881,11 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
     if primal:
         w = np.zeros(p)
         v = np.zeros(n)
-        obj[0] = _objective(X, y, w, dcode, alpha_pen)
+        obj[0] = _initial_objective(X, y, dcode, alpha_pen)
         perm = np.arange(p, dtype=np.int64)
         d = np.empty(n)
         zeta = np.empty(p)
-        col_norm2 = np.einsum("ij,ij->j", X, X)
+        col_norm2 = squared_norms
         args = (X, y, w, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size)
         # compile (or load from the cache) before the timer: zero iterations
         _primal_kernel(*args, 0, np.random.default_rng(0), noise_key, *noise_bufs, perm,
@@ -883,12 +900,12 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         alpha = np.zeros(n)
         v = np.zeros(p)
         w = np.zeros(p)
-        obj[0] = _objective(X, y, w, dcode, alpha_pen)
+        obj[0] = _initial_objective(X, y, dcode, alpha_pen)
         idx = np.empty(n, dtype=np.int64)
         dv = np.zeros(p)
         perm = np.arange(n, dtype=np.int64)
         batch_sizes = np.zeros(n_iter, dtype=np.int64)
-        row_norm2 = np.einsum("ij,ij->i", X, X)
+        row_norm2 = squared_norms
         args = (X, y, alpha, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size,
                 SAMPLINGS[sampling], variant == "seq")
         thetas = np.empty((len(ckpts), p))
