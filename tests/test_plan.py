@@ -376,10 +376,13 @@ def test_cost_model_follows_the_sweep():
     p.experiment(name)["seeds"] *= 2
     assert math.isclose(p.cost(name, solver).sweep, 2 * before)
     # the screen runs one seed, the confirm search_keep configurations per epsilon and passes
-    p.experiment(name).update(search="staged", search_stride=1)
+    p.experiment(name).update(search="staged", search_stride=1, search_fidelity=1)
     screen, confirm = p.cost(name, solver, "screen"), p.cost(name, solver, "confirm")
     assert math.isclose(screen.sweep * p.experiment(name)["seeds"], 2 * before)
     assert confirm.sweep < 2 * before
+    # a prefix screen costs its share of the passes (2 of the config's 10 here)
+    p.experiment(name)["search_fidelity"] = 0.2
+    assert math.isclose(p.cost(name, solver, "screen").sweep, 0.2 * screen.sweep)
 
 
 def test_coarse_to_fine_jobs_specs_and_costs():
