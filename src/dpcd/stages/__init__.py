@@ -10,7 +10,7 @@ leaves nothing Snakemake could take as done).
 import importlib
 
 # workflow/rules/<name>.smk -> dpcd.stages.<name>, in the workflow's order
-MODULES = ("smoothness", "solve", "private", "aggregate", "report")
+MODULES = ("smoothness", "solve", "private", "aggregate", "summary", "report")
 
 
 def register(subparsers):

@@ -1,0 +1,82 @@
+# Across experiments: the regularisation table (experiments' alpha_grid) and
+# the summary (Tables 2 and 3 beside the published cells, the search, the
+# overhead and private tuning sections).
+
+
+# Stage 5c: best relative error per solver against lambda (experiments' alpha_grid).
+rule lambda_table:
+    input:
+        tables=expand(
+            "results/tables/{experiment}.csv", experiment=lambda_experiments()
+        ),
+        fresh=lambda_fresh_tables(),
+        references=expand(
+            "results/reference/{experiment}.json", experiment=lambda_experiments()
+        ),
+    output:
+        csv="results/tables/lambda/sensitivity.csv",
+        figure=report(
+            "results/figures/lambda_sensitivity.png",
+            caption="../report/lambda_sensitivity.rst",
+            category="Regularisation",
+        ),
+    log:
+        "results/logs/lambda_table.log",
+    benchmark:
+        "results/benchmarks/lambda_table.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        experiments=" ".join(lambda_experiments()),
+        groups=lambda wildcards: _json(LAMBDA_GROUPS),
+        fresh=lambda wildcards, input: (
+            f"--fresh-tables {' '.join(input.fresh)}" if input.fresh else ""
+        ),
+    shell:
+        "dpcd lambda-table --experiments {params.experiments} --tables {input.tables}"
+        " --references {input.references} {params.fresh} --groups {params.groups:q}"
+        " --csv {output.csv} --figure {output.figure} 2> {log}"
+
+
+# Stage 6: Tables 2 and 3 across experiments, next to the published cells if
+# config report.published names them; logged to the MLflow experiment <prefix>summary.
+rule summary:
+    input:
+        tables=expand(
+            "results/tables/{experiment}.csv", experiment=sorted(config["experiments"])
+        ),
+        published=published_input(),
+        timings=solve_timings(),
+        ingests=expand(
+            "results/mlflow/{experiment}.json",
+            experiment=sorted(config["experiments"]),
+        ),
+        fresh=fresh_tables(),
+        lambdas=lambda_outputs(),
+    output:
+        csv="results/summary.csv",
+        md="results/summary.md",
+    log:
+        "results/logs/summary.log",
+    benchmark:
+        "results/benchmarks/summary.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        experiments=" ".join(sorted(config["experiments"])),
+        published=lambda wildcards, input: (
+            f"--published {input.published}" if input.published else ""
+        ),
+        mlflow_experiment=config["mlflow"]["experiment_prefix"] + "summary",
+        fresh=lambda wildcards, input: (
+            f"--fresh-tables {' '.join(input.fresh)}" if input.fresh else ""
+        ),
+        lambdas=lambda wildcards, input: (
+            f"--lambda-table {input.lambdas}" if input.lambdas else ""
+        ),
+    shell:
+        "dpcd summary --experiments {params.experiments} --tables {input.tables}"
+        " {params.published} {params.fresh} {params.lambdas}"
+        " --mlflow-experiment {params.mlflow_experiment:q}"
+        " --timings {input.timings} --ingests {input.ingests}"
+        " --csv {output.csv} --md {output.md} 2> {log}"
