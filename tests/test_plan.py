@@ -30,6 +30,7 @@ SOLVE_JOBS = {
     "config/paper/dpscd_aaai21.yaml": 80,
     "config/paper/dpscd_aaai21_quick.yaml": 15,
     "config/paper/dpscd_aaai21_phishing.yaml": 20,
+    "config/paper/dpgcd_aistats23_midsize.yaml": 44,
 }
 
 
