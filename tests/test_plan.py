@@ -31,6 +31,12 @@ SOLVE_JOBS = {
     "config/paper/dpscd_aaai21_quick.yaml": 15,
     "config/paper/dpscd_aaai21_phishing.yaml": 20,
     "config/paper/dpgcd_aistats23_midsize.yaml": 44,
+    "config/paper/private_tuning.yaml": 12,
+    "config/paper/private_tuning_baseline.yaml": 12,
+    # 4 problems x 5 solver entries, dorothea in 2 chunks in the baseline;
+    # the private config under search=grid (the test's override), 1 chunk each
+    "config/paper/private_tuning_dpgcd.yaml": 20,
+    "config/paper/private_tuning_dpgcd_baseline.yaml": 25,
 }
 
 

@@ -106,3 +106,60 @@ def test_medians_from_the_runs(tables):
     cell = table[(table["solver"] == "dp_cd") & (table["passes"] == 2)].iloc[0]
     assert cell["private_rel_error_median"] == pytest.approx(0.2)
     assert "private_median" in pc.comparison_markdown(table, pc.conclusions(table))
+
+
+@pytest.fixture
+def gcd_tables():
+    """A DP-GCD Table 3 problem: DP-GCD (two rules) and DP-CD, DP-SGD at
+    passes of their own. Tuned on the data, gs_r beats both rivals at its best
+    passes; privately, DP-CD's best passes beat gs_r's best, and gs_q wins at
+    every pair of passes against DP-SGD but not against DP-CD."""
+    def rows(values):
+        return [(s, 1.0, k, R1, m, {}) for s, k, m in values]
+
+    base = [("dp_cd", 1, 0.02), ("dp_cd", 5, 0.01), ("dp_sgd", 1, 0.5), ("dp_sgd", 5, 0.7),
+            ("dp_gcd", 4, 0.001), ("dp_gcd", 20, 0.05),
+            ("dp_gcd_gs_q", 4, 0.002), ("dp_gcd_gs_q", 20, 0.03)]
+    ours = [("dp_cd", 1, 0.3), ("dp_cd", 5, 0.004), ("dp_sgd", 1, 0.9), ("dp_sgd", 5, 2.0),
+            ("dp_gcd", 4, 0.005), ("dp_gcd", 20, 1.5),
+            ("dp_gcd_gs_q", 4, 0.003), ("dp_gcd_gs_q", 20, 0.4)]
+    return {"mad": _fresh(rows(base))}, {"mad": _private(rows(ours))}
+
+
+def test_dp_gcd_table_3_routing_and_verdicts(gcd_tables, tables):
+    baseline, private = tables
+    baseline, private = {**baseline, **gcd_tables[0]}, {**private, **gcd_tables[1]}
+    table = pc.comparison_table(baseline, private)
+    # an experiment with a DP-GCD entry is Table 3's even though it runs dp_cd too;
+    # the others keep their papers
+    assert set(table.loc[table["experiment"] == "mad", "paper"]) == {"DP-GCD Table 3"}
+    assert set(table.loc[table["experiment"] == "cal", "paper"]) == {"DP-CD Table 2"}
+    assert set(table.loc[table["experiment"] == "phish", "paper"]) == {"DP-SCD Figure 1"}
+    verdicts = pc.conclusions(table)
+    gcd = verdicts[verdicts["paper"] == "DP-GCD Table 3"].set_index("comparison")
+    # one cell per (experiment, epsilon): each DP-GCD rule against each rival
+    assert sorted(gcd.index) == ["dp_gcd vs dp_cd", "dp_gcd vs dp_sgd",
+                                 "dp_gcd_gs_q vs dp_cd", "dp_gcd_gs_q vs dp_sgd"]
+    assert gcd["passes"].isna().all()
+    row = gcd.loc["dp_gcd vs dp_cd"]  # 0.001 @ 4 < 0.01 @ 5, then 0.005 @ 4 > 0.004 @ 5
+    assert row["nonprivate_winner"] == "dp_gcd" and row["private_winner"] == "dp_cd"
+    assert not row["survives"] and row["private_passes"] == "4 vs 5"
+    assert row["nonprivate_passes"] == "4 vs 5"
+    row = gcd.loc["dp_gcd_gs_q vs dp_sgd"]  # 0.4 at gs_q's worst passes < 0.9
+    assert row["survives"] and row["private_every_passes"]
+    row = gcd.loc["dp_gcd vs dp_sgd"]  # wins at its best passes, not at 20 (1.5 > 0.9)
+    assert row["survives"] and not row["private_every_passes"]
+    row = gcd.loc["dp_gcd_gs_q vs dp_cd"]  # 0.003 @ 4 < 0.004 @ 5; 0.4 @ 20 is not
+    assert row["survives"] and not row["private_every_passes"]
+    # DP-CD Table 2's verdicts are unchanged by the new paper
+    cd = verdicts[verdicts["paper"] == "DP-CD Table 2"]
+    assert len(cd) == 3 and cd["private_every_passes"].isna().all()
+    text = pc.comparison_markdown(table, verdicts)
+    assert "DP-GCD Table 3, dp_gcd vs dp_cd: 0 of 1" in text
+    assert "DP-GCD Table 3, dp_gcd vs dp_sgd: 1 of 1" in text
+
+
+def test_dp_gcd_figure(gcd_tables, tmp_path):
+    table = pc.comparison_table(*gcd_tables)
+    pc.plot_comparison(table, "DP-GCD Table 3", tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000

@@ -11,7 +11,16 @@ and draws one figure per paper:
 * DP-CD Table 2 (experiments with ``dp_cd``): relative error at the last
   iterate, DP-CD against DP-SGD (lower wins);
 * DP-SCD Figure 1 (experiments with ``dp_scd``): median test metric of the
-  final iterates, DP-SCD against DP-SGD (accuracy: higher wins).
+  final iterates, DP-SCD against DP-SGD (accuracy: higher wins);
+* DP-GCD Table 3 (experiments with a DP-GCD entry, ``dp_gcd`` or
+  ``dp_gcd_<rule>``, whatever else they run: they also run ``dp_cd``, so
+  this is checked first): relative error at the last iterate, each DP-GCD
+  entry against DP-CD and against DP-SGD (lower wins), each solver at its
+  best number of passes as Table 3 reports it (DP-GCD's passes are not
+  DP-CD's). Under private tuning each passes is its own private search;
+  picking the best of them on the evaluation is the researcher's, not part
+  of a release, so the verdict also says whether DP-GCD wins at every pair
+  of passes (``private_every_passes``), which picks nothing.
 
 An experiment ``<name>_aor`` is ``<name>``'s DP-SGD under add-or-remove-one;
 its rows join ``<name>``'s cells under the solver label ``dp_sgd (aor)``.
@@ -24,15 +33,31 @@ import pandas as pd
 
 from dpcd.report.tables import RELATION, with_relation
 
+# a: the paper's method (every solver label a or a_<variant>: DP-GCD's rules);
+# b: its rivals (labels starting with one, "dp_sgd (aor)" included);
+# over_passes: each solver at its best passes (cell = experiment, epsilon).
 PAPERS = {
-    "DP-CD Table 2": {"a": "dp_cd", "b": "dp_sgd", "value": "rel_error", "higher": False},
-    "DP-SCD Figure 1": {"a": "dp_scd", "b": "dp_sgd", "value": "test_metric", "higher": True},
+    "DP-CD Table 2": {"a": "dp_cd", "b": ("dp_sgd",), "value": "rel_error",
+                      "higher": False, "over_passes": False},
+    "DP-GCD Table 3": {"a": "dp_gcd", "b": ("dp_cd", "dp_sgd"), "value": "rel_error",
+                       "higher": False, "over_passes": True},
+    "DP-SCD Figure 1": {"a": "dp_scd", "b": ("dp_sgd",), "value": "test_metric",
+                        "higher": True, "over_passes": False},
 }
 AOR = "_aor"
 
 
+def _is(solver, name):
+    """``solver`` is the label ``name`` or a variant of it (``dp_gcd_gs_q``)."""
+    return solver == name or solver.startswith(name + "_")
+
+
 def _paper(experiment_tables, name):
+    """The paper an experiment reproduces, from its solver labels: DP-GCD
+    first (its experiments run DP-CD too), then DP-SCD, else DP-CD Table 2."""
     solvers = set(experiment_tables[name]["solver"])
+    if any(_is(s, "dp_gcd") for s in solvers):
+        return "DP-GCD Table 3"
     return "DP-SCD Figure 1" if "dp_scd" in solvers else "DP-CD Table 2"
 
 
@@ -107,35 +132,62 @@ def comparison_table(baseline, private, baseline_runs=None, private_runs=None):
 
 
 def conclusions(table):
-    """Per paper and cell (experiment, epsilon, passes): the winner of its
-    comparison under each tuning, and whether it survives private tuning.
-    DP-SGD under add-or-remove (``dp_sgd (aor)``) is compared with DP-CD too,
-    as a second row (a different relation: a weaker guarantee)."""
+    """Per paper and cell the winner of each comparison under each tuning, and
+    whether it survives private tuning. A cell is (experiment, epsilon,
+    passes), or (experiment, epsilon) for a paper compared ``over_passes``
+    (each solver at its best passes under each tuning, the passes it took in
+    ``*_passes``, and ``private_every_passes``: the paper's method wins at
+    every pair of passes under private tuning). DP-SGD under add-or-remove
+    (``dp_sgd (aor)``) is a rival too, as its own row (a different relation:
+    a weaker guarantee)."""
     out = []
     for paper, spec in PAPERS.items():
         cells = table[table["paper"] == paper]
         column = {"rel_error": "rel_error_mean", "test_metric": "test_metric_median"}[
             spec["value"]]
-        for (experiment, epsilon, passes), group in cells.groupby(
-                ["experiment", "epsilon", "passes"]):
-            by_solver = group.set_index("solver")
-            if spec["a"] not in by_solver.index:
-                continue
-            for rival in [s for s in by_solver.index if s.startswith(spec["b"])]:
-                row = {"paper": paper, "experiment": experiment, "epsilon": epsilon,
-                       "passes": passes, "comparison": f"{spec['a']} vs {rival}"}
-                for tuning in ("nonprivate", "private"):
-                    a = by_solver.loc[spec["a"], f"{tuning}_{column}"]
-                    b = by_solver.loc[rival, f"{tuning}_{column}"]
-                    better_a = a > b if spec["higher"] else a < b
-                    row[f"{tuning}_winner"] = spec["a"] if better_a else rival
-                row["survives"] = row["nonprivate_winner"] == row["private_winner"]
-                if spec["value"] == "rel_error" and "private_rel_error_median" in by_solver:
-                    a = by_solver.loc[spec["a"], "private_rel_error_median"]
-                    b = by_solver.loc[rival, "private_rel_error_median"]
-                    row["private_winner_median"] = spec["a"] if a < b else rival
-                out.append(row)
-    return pd.DataFrame(out)
+        keys = ["experiment", "epsilon"] + ([] if spec["over_passes"] else ["passes"])
+        for cell, group in cells.groupby(keys):
+            row0 = dict(zip(keys, cell), paper=paper)
+            labels = sorted(group["solver"].unique())
+            for a in [s for s in labels if _is(s, spec["a"])]:
+                for rival in [s for s in labels if s.startswith(spec["b"])]:
+                    row = {"paper": paper, **row0, "comparison": f"{a} vs {rival}"}
+                    row.update(_verdict(group, a, rival, spec, column))
+                    out.append(row)
+    columns = ["paper", "experiment", "epsilon", "passes", "comparison"]
+    frame = pd.DataFrame(out)
+    return frame[[c for c in columns if c in frame]
+                 + [c for c in frame if c not in columns]] if len(frame) else frame
+
+
+def _verdict(group, a, rival, spec, column):
+    """One comparison of one cell (rows of ``group``: one per solver, or per
+    solver and passes when compared over passes)."""
+    def best(solver, name):  # the solver's best value over its passes, and those passes
+        rows = group[group["solver"] == solver].dropna(subset=[name])
+        if rows.empty:
+            return np.nan, np.nan
+        pick = rows.loc[rows[name].idxmax() if spec["higher"] else rows[name].idxmin()]
+        return pick[name], pick["passes"]
+
+    row = {}
+    for tuning in ("nonprivate", "private"):
+        (va, ka), (vb, kb) = best(a, f"{tuning}_{column}"), best(rival, f"{tuning}_{column}")
+        better_a = va > vb if spec["higher"] else va < vb
+        row[f"{tuning}_winner"] = a if better_a else rival
+        if spec["over_passes"]:
+            row[f"{tuning}_passes"] = f"{ka:g} vs {kb:g}"
+    row["survives"] = row["nonprivate_winner"] == row["private_winner"]
+    if spec["value"] == "rel_error" and "private_rel_error_median" in group:
+        va, _ = best(a, "private_rel_error_median")
+        vb, _ = best(rival, "private_rel_error_median")
+        row["private_winner_median"] = a if va < vb else rival
+    if spec["over_passes"]:
+        name = f"private_{column}"
+        worst_a = group.loc[group["solver"] == a, name].max()
+        best_b = group.loc[group["solver"] == rival, name].min()
+        row["private_every_passes"] = bool(worst_a < best_b)
+    return row
 
 
 def _cell(mean, std):
@@ -197,7 +249,12 @@ def comparison_markdown(table, verdicts):
         parts += [
             "Which conclusions survive (the winner of each cell under both tunings, "
             "on the mean as the tables select, and under private tuning on the median; "
-            "`dp_sgd (aor)` is DP-SGD under add-or-remove-one, a weaker relation):",
+            "`dp_sgd (aor)` is DP-SGD under add-or-remove-one, a weaker relation). "
+            "DP-GCD Table 3 compares each solver at its best passes (`*_passes`: the "
+            "DP-GCD entry's vs its rival's), as the paper's Table 3 does; each passes "
+            "is its own private search and that last pick, made on the evaluation, is "
+            "the researcher's, not part of a release; `private_every_passes`: the "
+            "DP-GCD entry wins at every pair of passes, a verdict that picks none:",
             "",
             verdicts.to_markdown(index=False),
             "",

@@ -277,7 +277,7 @@ def _released_rows(spec, released, chunk, selection_seed, delta, problem):
     record, result, k, noisy, support = released
     columns = _tidy_rows(spec, record.config, record.config_id, record.status, [selection_seed],
                          record.objective, record.rel_error, record.time, record.ledgers,
-                         delta, result.passes_done)
+                         delta, result.passes_done, record.config["passes"])  # run whole
     _holdout_columns(columns, record.holdout, record.objective.shape[1])
     columns["seed_index"] = np.full(record.objective.shape[1], chunk)
     columns["nonprivate_inputs"] = nonprivate_inputs(problem, record.ledgers[0])
