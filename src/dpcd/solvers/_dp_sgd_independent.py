@@ -31,6 +31,16 @@ outer (each run's iterate contiguous: a run alone, or wide data) and runs
 inner (iterates stored (n_features, K); a step's noise, prox and gradient-sum
 clearing vectorise across runs, and the K runs' dot products, each a short
 dependent chain, overlap). bench/bench_dp_sgd_many.py, column "independent".
+
+The runs-outer kernel (wide rows, large data: the
+YearPredictionMSD shape) keeps each run's next :data:`AHEAD` selected trials
+in a ring and prefetches their rows (and, on large data, labels, norms and
+inclusion counts) well before use; the runs-inner one prefetches the next
+row only (short rows, small data, where more hints cost more than they
+save). Either way the gaps are drawn in order, one per trial, from a
+counter-based stream: a run for e passes takes exactly the first e passes'
+batches and noise of a longer one (``tests/test_prefix_runs.py``).
+bench/bench_msd_shape.py times it on that shape against a floor.
 """
 import time
 
@@ -95,7 +105,7 @@ AHEAD = 8
 
 @njit(inline="always")
 def _first_trials(sample_keys, q, n_runs):
-    """Both kernels' sampling state: whether every record is taken, the
+    """The runs-outer kernel's sampling state: whether every record is taken, the
     geometric rate, each run's ring of its next :data:`AHEAD` selected trials
     (global indices; ``heads[k]`` the current one), the gaps drawn so far per
     run, and the gap buffers with their first counters. The gaps are drawn in
@@ -115,6 +125,31 @@ def _first_trials(sample_keys, q, n_runs):
 
 
 @njit(inline="always")
+def _first_trials_plain(sample_keys, q, n_runs):
+    """:func:`_first_trials` without the ring: each run's next selected trial
+    (``nxt``), its gaps drawn one at a time as the trials are taken."""
+    full = q >= 1.0
+    lam = 0.0 if full else -np.log1p(-q)
+    nxt = np.empty(n_runs, dtype=np.int64)
+    drawn = np.ones(n_runs, dtype=np.int64)
+    gaps, gap_starts = np.empty((n_runs, GAPS)), np.full(n_runs, -GAPS, dtype=np.int64)
+    for k in range(n_runs):
+        nxt[k] = 0 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k, 0) - 1
+    return full, lam, nxt, drawn, gaps, gap_starts
+
+
+@njit(inline="always")
+def _next_row(X, pos, first, stop, n_samples):
+    """Prefetch the row of trial ``pos`` if it is at the step after the current
+    one (``first .. stop - 1``); later ones wait (no integer division). The
+    runs-inner kernel's: its rows are short and its data small, and there the
+    prefetches of :func:`_prefetch_trial` cost more than they save (at 8
+    features, 16 runs, batch 1: 1.5x the time per step, same-process A/B)."""
+    if pos < stop + n_samples:
+        prefetch_row(X, pos - stop if pos >= stop else pos - first)
+
+
+@njit(inline="always")
 def _advance(full, lam, sample_keys, gaps, gap_starts, ring, heads, drawn, k):
     """Run k's next selected trial; its ring slot is refilled with the trial
     :data:`AHEAD` later, which is returned too (to prefetch its row)."""
@@ -128,17 +163,26 @@ def _advance(full, lam, sample_keys, gaps, gap_starts, ring, heads, drawn, k):
     return ring[k, h], newest
 
 
+# from this many records, the runs-outer kernel prefetches a trial's label,
+# norm and inclusion count (8 bytes each per record) with its row: their
+# arrays outgrow the L2 cache. 347 786 x 90, 8 runs, CPU ns per entry-pass
+# without / with them (same-process A/B, kernel only): 4.47 / 2.48 at batch
+# 50, 3.88 / 2.07 at 2000; no change on 20 000 x 50 (below this size)
+FAR = 1 << 17
+
+
 @njit(inline="always")
 def _prefetch_trial(X, y, row_norms, inclusions, pos, first, stop, n_samples):
-    """Prefetch what trial ``pos`` reads (its row, label, norm and inclusion
-    count) if it is in the current step (``first .. stop - 1``) or the next;
-    later ones wait (no integer division)."""
+    """Prefetch what trial ``pos`` reads (its row; its label, norm and
+    inclusion count too from :data:`FAR` records) if it is in the current step
+    (``first .. stop - 1``) or the next; later ones wait (no integer division)."""
     if pos < stop + n_samples:
         i = pos - stop if pos >= stop else pos - first
         prefetch_row(X, i)
-        prefetch(y, i)
-        prefetch(row_norms, i)
-        prefetch(inclusions, i)
+        if y.shape[0] >= FAR:
+            prefetch(y, i)
+            prefetch(row_norms, i)
+            prefetch(inclusions, i)
 
 
 @njit(inline="always")
@@ -301,7 +345,7 @@ def _inner_steps(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_
     for k in range(n_runs):
         shrink[k], divide[k] = _prox_form(penalty_code, penalty_params, steps[k])
         plain = plain and divide[k] == 1.0
-    full, lam, ring, heads, drawn, gaps, gap_starts = _first_trials(sample_keys, q, n_runs)
+    full, lam, nxt, drawn, gaps, gap_starts = _first_trials_plain(sample_keys, q, n_runs)
     c = 0
     active = n_runs
     total = n_steps[0] if active > 0 else 0
@@ -312,9 +356,7 @@ def _inner_steps(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_
         stop = first + n_samples
         # each run's batch: scalar, but the runs' dependent chains overlap
         for k in range(active):
-            if not sparse:
-                _prefetch_step(X, y, row_norms, inclusions, ring, k, first, stop)
-            pos = ring[k, heads[k]]
+            pos = nxt[k]
             while pos < stop:
                 i = pos - first
                 inclusions[i] += 1
@@ -331,11 +373,12 @@ def _inner_steps(sparse, X, data, indices, indptr, y, WT, datafit_code, penalty_
                 else:
                     for j in range(n_features):
                         G[j, k] += d * X[i, j]
-                pos, newest = _advance(full, lam, sample_keys, gaps, gap_starts, ring, heads,
-                                       drawn, k)
+                pos += 1 if full else _next_gap(sample_keys, lam, gaps, gap_starts, k,
+                                                 drawn[k])
+                drawn[k] += 1
                 if not sparse:
-                    _prefetch_trial(X, y, row_norms, inclusions, newest, first, stop,
-                                    n_samples)
+                    _next_row(X, pos, first, stop, n_samples)
+            nxt[k] = pos
         # noise, sum and prox across runs (vectorised), clearing the sums
         _step_noise(noise_keys, active, t * n_features, N)
         for j in range(n_features):

@@ -43,33 +43,35 @@ def _predict(sparse, X, data, indices, indptr, i, w):
 
 # runs whose objectives share one read of X (their residuals, OBJECTIVE_RUNS x
 # n_samples doubles, are buffered): a checkpoint of K runs reads X K / 8 times,
-# not K; a dense row's 8 dot products run across runs, 8 lanes wide
+# not K; a dense row's 8 dot products run side by side in registers (the
+# lanes of :func:`_lanes`: 8, fixed)
 OBJECTIVE_RUNS = 8
 
 
 @njit(inline="always", error_model="numpy")
-def _dot_columns(X, i, WT, m, acc):
-    """``acc[:, b]``: the four partial sums (j mod 4) of :func:`_dot_row` of
-    dense row ``i`` with ``WT[:, b]``, ``b < m``, each lane the same operations
-    in the same order as :func:`_dot_row` (so the same bits); the lanes
-    vectorise across runs."""
+def _lanes(a, x, w):
+    """``a[b] + x * w[b]`` for the 8 lanes of the tuple ``a`` (a tuple, not an
+    array, so that the partial sums stay in registers and vectorise)."""
+    return (a[0] + x * w[0], a[1] + x * w[1], a[2] + x * w[2], a[3] + x * w[3],
+            a[4] + x * w[4], a[5] + x * w[5], a[6] + x * w[6], a[7] + x * w[7])
+
+
+@njit(inline="always", error_model="numpy")
+def _dot_columns(X, i, WT):
+    """The four partial sums (j mod 4) of :func:`_dot_row` of dense row ``i``
+    with each of the 8 columns of ``WT``: each lane the same operations in the
+    same order as :func:`_dot_row` (so the same bits)."""
     n_features = WT.shape[0]
-    a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
-    for b in range(m):
-        a0[b] = a1[b] = a2[b] = a3[b] = 0.0
+    a0 = a1 = a2 = a3 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     stop = n_features - n_features % 4
     for j in range(0, stop, 4):
-        x0, x1, x2, x3 = X[i, j], X[i, j + 1], X[i, j + 2], X[i, j + 3]
-        w0, w1, w2, w3 = WT[j], WT[j + 1], WT[j + 2], WT[j + 3]
-        for b in range(m):
-            a0[b] += x0 * w0[b]
-            a1[b] += x1 * w1[b]
-            a2[b] += x2 * w2[b]
-            a3[b] += x3 * w3[b]
+        a0 = _lanes(a0, X[i, j], WT[j])
+        a1 = _lanes(a1, X[i, j + 1], WT[j + 1])
+        a2 = _lanes(a2, X[i, j + 2], WT[j + 2])
+        a3 = _lanes(a3, X[i, j + 3], WT[j + 3])
     for j in range(stop, n_features):
-        x0, w0 = X[i, j], WT[j]
-        for b in range(m):
-            a0[b] += x0 * w0[b]
+        a0 = _lanes(a0, X[i, j], WT[j])
+    return a0, a1, a2, a3
 
 
 @njit(cache=True, error_model="numpy")
@@ -89,22 +91,21 @@ def _objectives(sparse, X, data, indices, indptr, y, W, active, datafit_code,
     n_features = W.shape[1]
     block = max(1, min(active, OBJECTIVE_RUNS))
     U = np.empty((block, n_samples))
-    WT = np.empty((n_features, block))
-    acc = np.empty((4, block))
+    WT = np.empty((n_features, OBJECTIVE_RUNS))  # lanes past the block's runs: 0
     for k0 in range(0, active, block):
         m = min(active - k0, block)
         for j in range(n_features):
-            for b in range(m):
-                WT[j, b] = W[k0 + b, j]
+            for b in range(OBJECTIVE_RUNS):
+                WT[j, b] = W[k0 + b, j] if b < m else 0.0
         for i in range(n_samples):
             if sparse or m == 1:
                 for b in range(m):
                     z = _predict(sparse, X, data, indices, indptr, i, W[k0 + b])
                     U[b, i] = z - y[i] if datafit_code == SQUARES else y[i] * z
             else:
-                _dot_columns(X, i, WT, m, acc)
+                a0, a1, a2, a3 = _dot_columns(X, i, WT)
                 for b in range(m):
-                    z = (acc[0, b] + acc[1, b]) + (acc[2, b] + acc[3, b])
+                    z = (a0[b] + a1[b]) + (a2[b] + a3[b])
                     U[b, i] = z - y[i] if datafit_code == SQUARES else y[i] * z
         for b in range(m):
             u = U[b]
