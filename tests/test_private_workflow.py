@@ -25,8 +25,8 @@ from snakemake.utils import validate
 from dpcd import algorithms, plan, privacy
 from dpcd.algorithms import Budget
 from dpcd.problems import make_problem
+from dpcd.sweep.candidate import candidate_spec
 from dpcd.sweep.private_run import (
-    candidate_spec,
     released_id,
     run_private_chunk,
     score_mechanism,

@@ -172,6 +172,58 @@ def aligned(cal, zs_at, k_mean, shape):
     raise RuntimeError(f"the trainings' own calibrations overshoot the target {cal.epsilon}")
 
 
+def calibrate_candidates(ledger_of, keys, n_samples, epsilon, delta, k_mean, shape,
+                         score_fraction, score_noise, check_relation=None):
+    """The selection's calibration over the candidates ``keys`` (every
+    configuration of the grid, drawn or not: the mixture), for the workflow
+    and the estimator alike.
+
+    ``ledger_of(key, eps)`` is a configuration's calibrated training ledger at
+    ``eps``; its event is read by :func:`candidate_spec`. DP-CD-P's event
+    changes with its budget (its smoothness release spends a fraction of it):
+    the selection then searches the trainings' own calibrations. The
+    candidates must share one neighbouring relation (``check_relation(rel)``
+    may refuse it further).
+
+    Returns
+    -------
+    cal : SelectionCalibration
+        :func:`aligned` with the trainings' own multipliers.
+    specs : dict
+        key -> (spec, z) of each training at ``cal.train_epsilon``.
+    private_smoothness : bool
+        Whether the candidates release their own smoothness constants.
+    """
+    def specs_at(eps):
+        out, relations = {}, set()
+        for key in keys:
+            ledger = ledger_of(key, eps)
+            out[key] = candidate_spec(ledger, n_samples)
+            relations.add(ledger.neighbouring)
+        return out, relations
+
+    def zs_at(eps_t):  # the trainings' own calibrations (DP-GCD: its eps'; DP-CD-P: its split)
+        zs = {}
+        for spec, z in specs_at(eps_t)[0].values():
+            zs[spec] = min(z, zs.get(spec, math.inf))
+        return zs
+
+    specs, relations = specs_at(epsilon)
+    private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
+    if len(relations) != 1:
+        raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
+    relation = relations.pop()
+    if check_relation is not None:
+        check_relation(relation)
+    cal = selection.calibrate_selection(
+        [s for s, _ in specs.values()], epsilon, delta, k_mean, shape, score_fraction,
+        score_noise, relation, trainings_at=zs_at if private_smoothness else None)
+    cal = aligned(cal, zs_at, k_mean, shape)
+    if private_smoothness:
+        specs = specs_at(cal.train_epsilon)[0]
+    return cal, specs, private_smoothness
+
+
 def check_trained(ledger, n_samples, accounted, z_accounted):
     """The fitted candidate's ledger is the accounted event, its noise not below."""
     got, z = candidate_spec(ledger, n_samples)
@@ -181,4 +233,4 @@ def check_trained(ledger, n_samples, accounted, z_accounted):
     return got, z
 
 
-__all__ = ["aligned", "candidate_spec", "check_trained"]
+__all__ = ["aligned", "calibrate_candidates", "candidate_spec", "check_trained"]

@@ -38,7 +38,7 @@ from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
 from dpcd.privacy import selection
 from dpcd.problems import make_problem
-from dpcd.sweep.candidate import aligned, candidate_spec, check_trained
+from dpcd.sweep.candidate import calibrate_candidates, check_trained
 from dpcd.sweep.grid import config_id, configurations, run_entropy, run_identity, run_seed
 from dpcd.sweep.private_search import SearchSettings, candidate_entropy, draw_search
 from dpcd.sweep.run import (
@@ -165,34 +165,12 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
 def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, delta,
             neighbouring, seed, f_star, w_star, records):
     """One cell's search; appends its runs to ``records``; the released one."""
-    def specs_at(eps):  # each configuration's (spec, z) by the candidate rule
-        out, relations = {}, set()
-        for config in configs:
-            cal = algorithm.calibrate(problem, config, Budget(eps, delta, "rdp", neighbouring))
-            out[config_id(config)] = candidate_spec(cal.ledger, problem.n_samples)
-            relations.add(cal.ledger.neighbouring)
-        return out, relations
-
-    def zs_at(eps_t):  # the trainings' own calibrations (DP-GCD: its eps'; DP-CD-P: its split)
-        zs = {}
-        for spec_, z in specs_at(eps_t)[0].values():
-            zs[spec_] = min(z, zs.get(spec_, math.inf))
-        return zs
-
-    specs, relations = specs_at(epsilon)
-    # DP-CD-P's event changes with its budget (its smoothness release spends a
-    # fraction of it): the selection then searches the trainings' own calibrations
-    private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
-    if len(relations) != 1:
-        raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
-    relation = relations.pop()
-    cal = selection.calibrate_selection(
-        [s for s, _ in specs.values()], epsilon, delta, search.k_mean, search.shape,
-        search.score_fraction, search.score_noise, relation,
-        trainings_at=zs_at if private_smoothness else None)
-    cal = aligned(cal, zs_at, search.k_mean, search.shape)
-    if private_smoothness:
-        specs = specs_at(cal.train_epsilon)[0]
+    by_id = {config_id(config): config for config in configs}
+    cal, specs, private_smoothness = calibrate_candidates(
+        lambda key, eps: algorithm.calibrate(problem, by_id[key],
+                                             Budget(eps, delta, "rdp", neighbouring)).ledger,
+        list(by_id), problem.n_samples, epsilon, delta, search.k_mean, search.shape,
+        search.score_fraction, search.score_noise)
     k, drawn = draw_search(configs, search, seed, epsilon, delta)
     budget = Budget(cal.train_epsilon, delta, "rdp", neighbouring)
     best = None

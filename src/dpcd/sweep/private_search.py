@@ -55,7 +55,7 @@ from dpcd.privacy import calibrate as cal_mod
 from dpcd.privacy import selection
 from dpcd.privacy.ledger import Ledger
 from dpcd.problems import make_problem
-from dpcd.sweep.candidate import aligned, candidate_spec, check_trained
+from dpcd.sweep.candidate import calibrate_candidates, candidate_spec, check_trained
 from dpcd.sweep.grid import expand_grid, run_entropy
 
 #: The solvers that can be candidates (the workflow's list, dpcd.plan); which
@@ -357,42 +357,22 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     score = selection.ScoreMechanism(settings.select_by, metric, settings.score_noise,
                                      len(y_score), clip, settings.score_clip_from_data)
 
+    def check_relation(relation):
+        if settings.select_by == "validation" and relation == "add_or_remove_one":
+            # the split is a permutation of n records: adding one reshuffles every
+            # record's side, which the composition of training and score does not cover
+            raise ValueError("select_by='validation' needs a fixed n (replace_one or "
+                             "replace_special): under neighbouring='add_or_remove_one' "
+                             "the random split of the records changes with n")
+
     # every configuration's training event, whether drawn or not (the mixture)
-    def specs_at(eps):
-        out, rels = {}, set()
-        for config in configs:
-            est = clone(estimator).set_params(**config)
-            led = calibrated_ledger(est, X_fit.shape[0], p, eps, delta)
-            out[tuple(sorted(config.items()))] = candidate_spec(led, X_fit.shape[0])
-            rels.add(led.neighbouring)
-        return out, rels
-
-    def zs_at(eps_t):  # each training's own calibration at eps_t (DP-GCD: its eps')
-        zs = {}
-        for spec, z in specs_at(eps_t)[0].values():
-            zs[spec] = min(z, zs.get(spec, math.inf))
-        return zs
-
-    specs, relations = specs_at(epsilon)
-    # DP-CD-P's event changes with its budget (its smoothness release spends a
-    # fraction of it): the selection then searches the trainings' own calibrations
-    private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
-    if len(relations) != 1:
-        raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
-    relation = relations.pop()
-    if settings.select_by == "validation" and relation == "add_or_remove_one":
-        # the split is a permutation of n records: adding one reshuffles every
-        # record's side, which the composition of training and score does not cover
-        raise ValueError("select_by='validation' needs a fixed n (replace_one or "
-                         "replace_special): under neighbouring='add_or_remove_one' the "
-                         "random split of the records changes with n")
-    calibration = selection.calibrate_selection(
-        [s for s, _ in specs.values()], epsilon, delta, settings.k_mean, settings.shape,
-        settings.score_fraction, settings.score_noise, relation,
-        trainings_at=zs_at if private_smoothness else None)
-    calibration = aligned(calibration, zs_at, settings.k_mean, settings.shape)
-    if private_smoothness:
-        specs = specs_at(calibration.train_epsilon)[0]
+    by_key = {tuple(sorted(config.items())): config for config in configs}
+    calibration, specs, _ = calibrate_candidates(
+        lambda key, eps: calibrated_ledger(clone(estimator).set_params(**by_key[key]),
+                                           X_fit.shape[0], p, eps, delta),
+        list(by_key), X_fit.shape[0], epsilon, delta, settings.k_mean, settings.shape,
+        settings.score_fraction, settings.score_noise, check_relation)
+    relation = calibration.relation
 
     best = None
     for index, config in enumerate(drawn):
