@@ -47,6 +47,12 @@ class Budget:
         return passes if self.prefix is None else min(passes, self.prefix)
 
 
+def run_passes(config, budget):
+    """The passes a run of ``config`` goes through: :meth:`Budget.passes`, or
+    the configuration's without a budget (a non-private run given none)."""
+    return config["passes"] if budget is None else budget.passes(config)
+
+
 def positive_number(value, name):
     """``value`` as float; a finite number > 0 (not a bool)."""
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0

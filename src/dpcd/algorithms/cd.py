@@ -3,7 +3,7 @@ noise or clipping (the DP-CD paper's non-private baseline)."""
 import numpy as np
 
 from dpcd import solvers
-from dpcd.algorithms.base import GRID, Algorithm, Hyperparameter
+from dpcd.algorithms.base import GRID, Algorithm, Hyperparameter, run_passes
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
@@ -13,7 +13,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
         problem.X_cols, problem.y, problem.datafit, problem.penalty,
         smoothness=problem.smoothness, step=config["step"],
         clip=np.full(p, np.inf), noise_scales=np.zeros(p),
-        passes=budget.passes(config), seed=seed, check_input=False,
+        passes=run_passes(config, budget), seed=seed, check_input=False,
     )
     return result, None
 

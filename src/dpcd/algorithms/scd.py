@@ -1,13 +1,13 @@
 """Non-private SCD/SDCA: sequential dual updates in random order, no scaling,
 no noise (the DP-SCD paper's non-private baseline)."""
 from dpcd import solvers
-from dpcd.algorithms.base import INT_GRID, Algorithm, Hyperparameter
+from dpcd.algorithms.base import INT_GRID, Algorithm, Hyperparameter, run_passes
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
     """Non-private SCD/SDCA: sequential dual updates in random order, no scaling, no noise."""
     result = solvers.scd(problem.X_c, problem.y, problem.datafit, problem.penalty,
-                         passes=budget.passes(config), seed=seed, check_input=False)
+                         passes=run_passes(config, budget), seed=seed, check_input=False)
     return result, None
 
 

@@ -1,7 +1,7 @@
 """Non-private mini-batch SGD: DP-SGD's kernel with no noise and no clipping
 (the DP-SCD paper's SGD baseline)."""
 from dpcd import solvers
-from dpcd.algorithms.base import STEP, Algorithm
+from dpcd.algorithms.base import STEP, Algorithm, run_passes
 from dpcd.algorithms.dp_sgd import BATCH_SIZE
 
 
@@ -14,7 +14,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
     """
     result = solvers.dp_sgd(
         problem.X_rows, problem.y, problem.datafit, problem.penalty,
-        step=config["step"], clip=float("inf"), noise_scale=0.0, passes=budget.passes(config),
+        step=config["step"], clip=float("inf"), noise_scale=0.0, passes=run_passes(config, budget),
         seed=seed, batch_size=int(config.get("batch_size", 1)), global_smoothness=1.0,
         check_input=False,
     )
