@@ -336,7 +336,7 @@ def _progress(done, total, started):
 
 
 def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, ledgers, delta,
-               checkpoints, ran=None):
+               checkpoints, ran):
     """The columns of one configuration's rows: arrays of one value per row, or
     scalars that :func:`_stack_rows` repeats (the table is built once per chunk;
     a DataFrame per configuration cost ~5 ms each, 1.2 s of a 250-configuration job)."""
@@ -346,7 +346,7 @@ def _tidy_rows(spec, config, cid, status, seeds, objective, rel_error, time, led
     # the fractional end), the same for every seed of a configuration.
     pass_index = np.tile(np.asarray(checkpoints, dtype=np.float64), n_seeds)
     # Every pass costs the same, so the time at pass k is k/(passes run) of the total.
-    elapsed = np.repeat(time, n_points) * pass_index / (passes if ran is None else ran)
+    elapsed = np.repeat(time, n_points) * pass_index / ran
     columns = {
         "experiment": spec["experiment"],
         "solver": spec["solver"],
