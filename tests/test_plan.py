@@ -531,7 +531,7 @@ def test_coarse_to_fine_keeps_each_full_config_small():
     configs: the planner's estimate (2026-11-25's STEP_COST_NS) is under
     2 core-hours for DP-CD and DP-GCD, a tenth of their exhaustive grids or
     less; DP-SCD's grids are a decade apart (nothing to coarsen): its screen
-    runs 2 epochs of each run (search_fidelity), under 5 core-hours in all, a
+    runs 2 epochs of each run on the stand-in (search_fidelity), under 5 core-hours in all, a
     fiftieth of its grid (docs/operations.md)."""
     for path, most, factor in (("config/paper/dpcd_icml22.yaml", 2, 10),
                                ("config/paper/dpgcd_aistats23.yaml", 2, 10),
