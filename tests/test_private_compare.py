@@ -72,6 +72,21 @@ def test_cells_paired_and_verdicts(tables):
     assert fig1["nonprivate_winner"] == "dp_scd" and fig1["private_winner"] == "dp_sgd"
 
 
+def test_figure_1_mse_lower_wins():
+    """On the ridge problem (YearPredictionMSD) Figure 1's metric is the test
+    MSE: the lower wins, under both tunings."""
+    rs = "replace_special"
+    baseline = {"msd": _fresh([(s, 1.0, 50, rs, 0.5, {"fresh_test_metric_median": mse})
+                               for s, mse in (("dp_scd", 75.3), ("dp_sgd", 75.4))])}
+    holdout = {"metric": "mse", "test_metric_q25": 75.0, "test_metric_q75": 80.0}
+    private = {"msd": _private([("dp_scd", 1.0, 50, rs, 0.6, {**holdout, "test_metric_median": 77.0}),
+                                ("dp_sgd", 1.0, 50, rs, 0.6, {**holdout, "test_metric_median": 76.0})])}
+    verdict = pc.conclusions(pc.comparison_table(baseline, private)).iloc[0]
+    assert verdict["paper"] == "DP-SCD Figure 1"
+    assert verdict["nonprivate_winner"] == "dp_scd" and verdict["private_winner"] == "dp_sgd"
+    assert not verdict["survives"]
+
+
 def test_command_writes_section_and_figures(tables, tmp_path):
     baseline, private = tables
     (tmp_path / "fresh").mkdir()

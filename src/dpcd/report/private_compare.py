@@ -11,7 +11,8 @@ and draws one figure per paper:
 * DP-CD Table 2 (experiments with ``dp_cd``): relative error at the last
   iterate, DP-CD against DP-SGD (lower wins);
 * DP-SCD Figure 1 (experiments with ``dp_scd``): median test metric of the
-  final iterates, DP-SCD against DP-SGD (accuracy: higher wins);
+  final iterates, DP-SCD against DP-SGD (accuracy: higher wins; MSE, the
+  ridge problem's: lower wins);
 * DP-GCD Table 3 (experiments with a DP-GCD entry, ``dp_gcd`` or
   ``dp_gcd_<rule>``, whatever else they run: they also run ``dp_cd``, so
   this is checked first): relative error at the last iterate, each DP-GCD
@@ -32,17 +33,19 @@ import numpy as np
 import pandas as pd
 
 from dpcd.report.tables import RELATION, with_relation
+from dpcd.sweep.metrics import HIGHER_IS_BETTER
 
 # a: the paper's method (every solver label a or a_<variant>: DP-GCD's rules);
 # b: its rivals (labels starting with one, "dp_sgd (aor)" included);
-# over_passes: each solver at its best passes (cell = experiment, epsilon).
+# over_passes: each solver at its best passes (cell = experiment, epsilon);
+# higher: None when the cell's metric says it (accuracy or MSE).
 PAPERS = {
     "DP-CD Table 2": {"a": "dp_cd", "b": ("dp_sgd",), "value": "rel_error",
                       "higher": False, "over_passes": False},
     "DP-GCD Table 3": {"a": "dp_gcd", "b": ("dp_cd", "dp_sgd"), "value": "rel_error",
                        "higher": False, "over_passes": True},
     "DP-SCD Figure 1": {"a": "dp_scd", "b": ("dp_sgd",), "value": "test_metric",
-                        "higher": True, "over_passes": False},
+                        "higher": None, "over_passes": False},
 }
 AOR = "_aor"
 
@@ -163,17 +166,21 @@ def conclusions(table):
 def _verdict(group, a, rival, spec, column):
     """One comparison of one cell (rows of ``group``: one per solver, or per
     solver and passes when compared over passes)."""
+    higher = spec["higher"]
+    if higher is None:  # the test metric: accuracy (higher wins) or MSE (lower wins)
+        higher = HIGHER_IS_BETTER[group["metric"].dropna().iloc[0]]
+
     def best(solver, name):  # the solver's best value over its passes, and those passes
         rows = group[group["solver"] == solver].dropna(subset=[name])
         if rows.empty:
             return np.nan, np.nan
-        pick = rows.loc[rows[name].idxmax() if spec["higher"] else rows[name].idxmin()]
+        pick = rows.loc[rows[name].idxmax() if higher else rows[name].idxmin()]
         return pick[name], pick["passes"]
 
     row = {}
     for tuning in ("nonprivate", "private"):
         (va, ka), (vb, kb) = best(a, f"{tuning}_{column}"), best(rival, f"{tuning}_{column}")
-        better_a = va > vb if spec["higher"] else va < vb
+        better_a = va > vb if higher else va < vb
         row[f"{tuning}_winner"] = a if better_a else rival
         if spec["over_passes"]:
             row[f"{tuning}_passes"] = f"{ka:g} vs {kb:g}"
