@@ -37,6 +37,9 @@ SOLVE_JOBS = {
     # the private config under search=grid (the test's override), 1 chunk each
     "config/paper/private_tuning_dpgcd.yaml": 20,
     "config/paper/private_tuning_dpgcd_baseline.yaml": 25,
+    # 2 problems x 2 solvers, the stand-in in 2 chunks in the baseline
+    "config/paper/private_tuning_dpscd.yaml": 4,
+    "config/paper/private_tuning_dpscd_baseline.yaml": 6,
 }
 
 
