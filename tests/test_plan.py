@@ -571,6 +571,31 @@ def test_cost_summary_names_total_and_largest_job():
     assert "chunk_core_hours: 2" in text
 
 
+def test_fresh_seed_reruns_are_counted():
+    """The aggregate's fresh-seed re-runs (one configuration per solver and
+    (epsilon, passes), on report.fresh_seeds seeds) are estimated apart from
+    the solve jobs, linear in fresh_seeds, none without them or under
+    search: private."""
+    config = load("config/paper/dpscd_aaai21.yaml")
+    config["report"]["fresh_seeds"] = 10
+    p = make(config)
+    name = "yearpredictionmsd_ridge"
+    exp = p.experiment(name)
+    entries, _ = p.dataset_entries(exp["dataset"])
+    expected = sum(p.step_cost_ns(name, s) * entries * 10 * 4 * 50
+                   for s in exp["solvers"]) / 3.6e12
+    assert math.isclose(p.fresh_hours(name), expected)
+    total = sum(p.fresh_hours(n) for n in p.experiments)
+    assert f"and {total:.3g} core-hours of fresh-seed re-runs" in p.cost_summary()
+    config["report"]["fresh_seeds"] = 20
+    assert math.isclose(make(config).fresh_hours(name), 2 * expected)
+    config["report"]["fresh_seeds"] = 0
+    quiet = make(config)
+    assert quiet.fresh_hours(name) == 0 and "fresh-seed" not in quiet.cost_summary()
+    private = make(load("config/paper/private_tuning_dpscd.yaml"))
+    assert all(private.fresh_hours(n) == 0 for n in private.experiments)
+
+
 def test_coarse_to_fine_counts_match_the_sweep():
     """The planner's counts per stage (chunks, cost) are the sweep's: the
     screen's lattice exactly, the refine at most its bound, reached when the

@@ -721,6 +721,8 @@ class Plan:
             elif isinstance(value, list):
                 rest *= len(value)
         rest = self.stage_configurations(experiment, solver, stage, rest)
+        if stage == "fresh":  # the aggregate's re-run of each cell's selection
+            rest = 1
         if stage == "private":  # K candidates on average, one search per selection seed
             settings = self.private_settings(experiment)
             rest = math.ceil(settings["mean"]) * settings["selection_seeds"]
@@ -732,6 +734,8 @@ class Plan:
         """Core-hours of configurations with these passes, on the stage's seeds."""
         exp = self.experiment(experiment)
         seeds = 1 if stage in ONE_SEED_STAGES + ("private",) else exp["seeds"]
+        if stage == "fresh":
+            seeds = self.fresh_seeds
         entries, _ = self.dataset_entries(exp["dataset"])
         ns = self.step_cost_ns(experiment, solver) * entries * seeds * sum(passes)
         return ns / 3.6e12
@@ -787,6 +791,7 @@ class Plan:
         (name, solver, stage), top = max(costs.items(), key=lambda kv: kv[1].job)
         bound = self.config.get("chunk_core_hours")
         sizing = f"chunk_core_hours: {bound}" if bound else "chunks as configured"
+        fresh = sum(self.fresh_hours(name) for name in self.experiments)
         return (
             f"dpcd: estimated solve cost {total:.3g} core-hours in "
             f"{len(self.jobs())} solve jobs ({sizing}); largest job "
@@ -794,7 +799,19 @@ class Plan:
             f"{top.chunks} chunks); from measured kernel costs per step "
             f"(dpcd.plan.STEP_COST_NS; the staged confirm as search_keep per "
             f"epsilon and passes, the refine at its most)"
+            + (f"; and {fresh:.3g} core-hours of fresh-seed re-runs in the "
+               f"aggregate jobs (report.fresh_seeds: {self.fresh_seeds})" if fresh else "")
         )
+
+    def fresh_hours(self, experiment):
+        """Core-hours of an experiment's fresh-seed re-runs (its aggregate
+        job): each solver's selected configuration per (epsilon, passes) on
+        ``report.fresh_seeds`` seeds; none under ``search: private``."""
+        if not self.fresh_seeds or self.search(experiment) == "private":
+            return 0.0
+        return sum(self._hours(experiment, solver, "fresh",
+                               self.config_passes(experiment, solver, "fresh"))
+                   for solver in self.experiment(experiment)["solvers"])
 
     # -- jobs and outputs --------------------------------------------------
     def jobs(self, experiment=None, stage=None):
