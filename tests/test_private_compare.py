@@ -99,7 +99,7 @@ def test_command_writes_section_and_figures(tables, tmp_path):
     summary.write_text("# Summary across experiments\n\nbody\n")
     args = argparse.Namespace(baseline=tmp_path / "fresh", private=tmp_path / "tables",
                               baseline_runs=None, private_runs=None,
-                              summary=summary, out=tmp_path / "private_tuning.csv",
+                              summary=summary, section=None, out=tmp_path / "private_tuning.csv",
                               figures=tmp_path)
     cmd_private_compare(args)
     cmd_private_compare(args)  # again: the section replaces itself

@@ -291,6 +291,11 @@ class Plan:
                 )
             if search == "staged":
                 self._check_coarse_to_fine(name, exp)
+        if config["report"].get("private_baseline") and not any(
+                exp.get("search", "grid") == "private" for exp in config["experiments"].values()):
+            raise ValueError(
+                "config: report.private_baseline: compares search private experiments "
+                "with their baseline, but no experiment has search: private")
         if self.registry is not None:
             for key, dataset in config["datasets"].items():
                 if dataset["source"] not in self.registry:
@@ -511,6 +516,34 @@ class Plan:
             return ("promote",)
         stages = self.stages(experiment)
         return stages[: stages.index(after) + 1]
+
+    def private_experiments(self):
+        return [name for name in self.experiments if self.search(name) == "private"]
+
+    def private_baseline(self):
+        """``report.private_baseline``: the working directory of the same
+        experiments tuned on the data, or None."""
+        return self.config["report"].get("private_baseline")
+
+    def private_compare_outputs(self):
+        """The private_compare rule's outputs (none without a baseline)."""
+        if not self.private_baseline():
+            return []
+        return ["results/private_tuning.csv", "results/private_tuning_conclusions.csv",
+                "results/private_tuning.md"]
+
+    def private_compare_inputs(self):
+        """What private_compare reads: the private experiments' tables and
+        released runs here, the baseline's fresh tables and fresh runs."""
+        base = self.private_baseline().rstrip("/")
+        names = self.private_experiments()
+        return {
+            "tables": [f"results/tables/{name}.csv" for name in names],
+            "runs": [self.job_path(job, ".parquet") for name in names
+                     for job in self.jobs(name)],
+            "baseline_tables": [f"{base}/results/tables/fresh/{name}.csv" for name in names],
+            "baseline_runs": [f"{base}/results/fresh/{name}.parquet" for name in names],
+        }
 
     def staged_experiments(self):
         return [name for name in self.experiments if self.search(name) == "staged"]
@@ -851,7 +884,7 @@ class Plan:
 
     def final_outputs(self):
         """Tables and figures of every experiment, and the summary across them."""
-        outputs = ["results/summary.csv", "results/summary.md"]
+        outputs = ["results/summary.csv", "results/summary.md"] + self.private_compare_outputs()
         figures = self.config["report"].get("figures") or {}
         if figures:
             outputs += ["results/paper/report.md"]

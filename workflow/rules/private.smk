@@ -30,3 +30,32 @@ rule solve_private:
         " --data {input.data} --smoothness {input.smoothness}"
         " --reference {input.reference} --mlflow-runs {output.mlflow_runs}"
         " --out {output.runs} --timing {output.timing} 2> {log}"
+
+
+# report.private_baseline (issue 29, item 5): the released models beside the
+# same experiments tuned on the data in another working directory (its fresh
+# tables and runs): the paired cells, which conclusions survive, one figure per
+# paper, and the section the summary appends.
+if PLAN.private_baseline():
+
+    rule private_compare:
+        input:
+            **PLAN.private_compare_inputs(),
+        output:
+            csv="results/private_tuning.csv",
+            conclusions="results/private_tuning_conclusions.csv",
+            md="results/private_tuning.md",
+            figures=directory("results/figures/private_tuning"),
+        log:
+            "results/logs/private_compare.log",
+        benchmark:
+            "results/benchmarks/private_compare.tsv"
+        conda:
+            "../../envs/dpcd.yaml"
+        params:
+            baseline=PLAN.private_baseline().rstrip("/"),
+        shell:
+            "dpcd private-compare --baseline {params.baseline}/results/tables/fresh"
+            " --baseline-runs {params.baseline}/results/fresh --private results/tables"
+            " --private-runs results/runs --section {output.md} --out {output.csv}"
+            " --figures {output.figures} 2> {log}"

@@ -53,6 +53,7 @@ rule summary:
         ),
         fresh=fresh_tables(),
         lambdas=lambda_outputs(),
+        private_compare=PLAN.private_compare_outputs()[2:],
     output:
         csv="results/summary.csv",
         md="results/summary.md",
@@ -74,9 +75,12 @@ rule summary:
         lambdas=lambda wildcards, input: (
             f"--lambda-table {input.lambdas}" if input.lambdas else ""
         ),
+        sections=lambda wildcards, input: (
+            f"--sections {input.private_compare}" if input.private_compare else ""
+        ),
     shell:
         "dpcd summary --experiments {params.experiments} --tables {input.tables}"
-        " {params.published} {params.fresh} {params.lambdas}"
+        " {params.published} {params.fresh} {params.lambdas} {params.sections}"
         " --mlflow-experiment {params.mlflow_experiment:q}"
         " --timings {input.timings} --ingests {input.ingests}"
         " --csv {output.csv} --md {output.md} 2> {log}"

@@ -110,15 +110,19 @@ def cmd_private_compare(args):
     verdict_path = Path(args.out).with_name(Path(args.out).stem + "_conclusions.csv")
     atomic_write(verdict_path, lambda tmp: verdicts.to_csv(tmp, index=False))
     section = pc.comparison_markdown(table, verdicts)
+    Path(args.figures).mkdir(parents=True, exist_ok=True)
     for paper in sorted(table["paper"].unique()):
         name = paper.lower().replace(" ", "_").replace("-", "")
         path = Path(args.figures) / f"private_tuning_{name}.png"
         atomic_write(path, lambda tmp: pc.plot_comparison(table, paper, tmp))
         section += f"\nFigure: `{path}`.\n"
-    header = section.strip().splitlines()[0]
-    text = Path(args.summary).read_text() if Path(args.summary).exists() else ""
-    text = text.split("\n" + header)[0].rstrip("\n") + "\n" + section
-    atomic_write(args.summary, lambda tmp: Path(tmp).write_text(text))
+    if args.section:  # the workflow's rule: the summary rule appends it
+        atomic_write(args.section, lambda tmp: Path(tmp).write_text(section))
+    else:  # by hand: into (or replacing itself in) an existing summary
+        header = section.strip().splitlines()[0]
+        text = Path(args.summary).read_text() if Path(args.summary).exists() else ""
+        text = text.split("\n" + header)[0].rstrip("\n") + "\n" + section
+        atomic_write(args.summary, lambda tmp: Path(tmp).write_text(text))
     log.info("%d cells compared; %d of %d verdicts survive", len(table),
              int(verdicts["survives"].sum()) if len(verdicts) else 0, len(verdicts))
 
@@ -143,6 +147,8 @@ def register(subparsers):
     p.add_argument("--private", required=True, help="results/tables of the search: private run")
     p.add_argument("--baseline-runs", help="results/fresh of the baseline (medians; optional)")
     p.add_argument("--private-runs", help="results/runs of the private run (medians; optional)")
-    p.add_argument("--summary", required=True, help="summary markdown the section goes into")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--summary", help="summary markdown the section goes into")
+    where.add_argument("--section", help="markdown file of the section alone (the workflow's)")
     p.add_argument("--out", required=True, help="CSV of the paired cells")
     p.add_argument("--figures", required=True, help="directory of the figures (one per paper)")

@@ -51,6 +51,8 @@ def cmd_summary(args):
     ingests = [read_json(path)["ingest"] for path in args.ingests or []]
     text += (s.overhead_markdown(overhead, ingests) + search_markdown(timings)
              + s.private_markdown(tables))
+    for section in args.sections or []:  # e.g. results/private_tuning.md
+        text += Path(section).read_text()
     atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
     log_experiment_artifacts(setup_experiment(args.mlflow_experiment), [args.csv, args.md],
                              metrics=summary_metrics(table, published, overhead, ingests))
@@ -80,6 +82,8 @@ def register(subparsers):
     p.add_argument("--fresh-tables", nargs="*",
                    help="results/tables/fresh/<experiment>.csv: numbers on fresh seeds")
     p.add_argument("--lambda-table", help="CSV of dpcd lambda-table (regularisation sensitivity)")
+    p.add_argument("--sections", nargs="*",
+                   help="markdown sections appended as they are (private_compare's)")
     p.add_argument("--mlflow-experiment", required=True)
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
