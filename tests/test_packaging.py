@@ -33,7 +33,7 @@ def test_every_rule_uses_the_conda_env_and_logs():
     rules = (ROOT / "workflow" / "rules").glob("*.smk")
     for path in rules:
         text = path.read_text()
-        n_rules = len(re.findall(r"^rule \w+:", text, flags=re.M))
+        n_rules = len(re.findall(r"^\s*rule \w+:", text, flags=re.M))
         if not n_rules:
             continue
         assert text.count('"../../envs/dpcd.yaml"') == n_rules, path.name
