@@ -253,3 +253,31 @@ def test_a_cache_hit_needs_no_dp_accounting(tmp_path, call):
                            text=True, check=True).stdout.splitlines() for _ in range(2)]
     assert runs[0][-1] == "True"  # the miss calibrates
     assert runs[1] == runs[0][:-1] + ["False"]  # the hit: same ledger, no import
+
+
+def test_selection_calibration_cached_equals_computed(cache_dir, monkeypatch):
+    """Private selection's calibration (issue 29) is computed once per cache:
+    read back from disk (as another selection seed's job reads it) it is the
+    calibration computed without a cache, field for field, specs as tuples,
+    and its total is dp-accounting's for those multipliers."""
+    from dpcd.privacy import selection
+
+    specs = [("gaussian", 30), ("gaussian", 90)]
+    args = (1.0, 1e-5, 5.0, 1.0, 0.1, "laplace", "replace_one")
+    monkeypatch.delenv(cache.ENV)
+    plain = selection.calibrate_selection(specs, *args)
+    monkeypatch.setenv(cache.ENV, str(cache_dir))
+    first = selection.calibrate_selection(specs, *args)
+    cache._memory.clear()
+    computed = cache.STATS["computed"]
+    second = selection.calibrate_selection(specs, *args)
+    assert cache.STATS["computed"] == computed  # read from disk, nothing recomputed
+    assert plain == first == second
+    assert set(second.train_multipliers) == {tuple(s) for s in specs}
+    assert len(_entries(cache_dir, "calibrate_selection")) == 1
+    total = selection.selection_epsilon(second.trainings(), second.score_spec,
+                                        second.score_multiplier, 5.0, 1.0, 1e-5, "replace_one")
+    assert total == second.epsilon_achieved <= 1.0
+    # another target is another entry
+    selection.calibrate_selection(specs, 2.0, *args[1:])
+    assert len(_entries(cache_dir, "calibrate_selection")) == 2

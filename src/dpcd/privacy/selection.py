@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpcd.privacy import accounting
+from dpcd.privacy import accounting, cache
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import check_delta, check_epsilon
 
@@ -429,7 +429,36 @@ def calibrate_selection(train_specs, epsilon, delta, mean, shape, score_fraction
     if not specs:
         return SelectionCalibration(0.0, {}, z_score, s_eps, s_eps, epsilon, delta, mean,
                                     shape, f, relation, score_spec)
+    if trainings_at is None:
+        # a function of these inputs alone, the same in every selection seed's
+        # job of a grid: computed once per cache (DPCD_CALIBRATION_CACHE)
+        inputs = {"specs": [list(s) for s in specs], "epsilon": epsilon, "delta": delta,
+                  "mean": mean, "shape": shape, "score_fraction": f,
+                  "score_noise": score_noise, "relation": relation}
+        eps_t, zs, achieved = cache.cached("calibrate_selection", inputs, lambda: _to_json(
+            *_train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec,
+                           z_score, None)))
+        zs = {_as_tuple(s): z for s, z in zs}
+    else:
+        eps_t, zs, achieved = _train_search(specs, epsilon, delta, mean, shape, f, relation,
+                                            score_spec, z_score, trainings_at)
+    return SelectionCalibration(eps_t, zs, z_score, s_eps, achieved, epsilon, delta, mean,
+                                shape, f, relation, score_spec)
 
+
+def _as_tuple(value):
+    """A spec read back from JSON: its lists as the tuples they were."""
+    return tuple(_as_tuple(v) for v in value) if isinstance(value, list) else value
+
+
+def _to_json(eps_t, zs, achieved):
+    return [eps_t, [[list(s), z] for s, z in zs.items()], achieved]
+
+
+def _train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec, z_score,
+                  trainings_at):
+    """The per-candidate training epsilon (largest with the whole release at
+    most ``epsilon``), the trainings' multipliers there and the total."""
     def multipliers(eps_t):
         if trainings_at is not None:
             zs = trainings_at(eps_t)
@@ -466,8 +495,7 @@ def calibrate_selection(train_specs, epsilon, delta, mean, shape, score_fraction
     achieved = total(eps_t)
     if achieved > epsilon:  # unreachable: bisection keeps the feasible end
         raise RuntimeError(f"selection calibration overshoot: {achieved} > {epsilon}")
-    return SelectionCalibration(eps_t, zs, z_score, s_eps, achieved, epsilon, delta, mean,
-                                shape, f, relation, score_spec)
+    return eps_t, zs, achieved
 
 
 def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
