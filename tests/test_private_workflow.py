@@ -93,9 +93,22 @@ def test_one_job_per_solver_and_selection_seed():
     assert p.job_path(jobs[0], ".parquet") == "results/runs/e/dp_cd/private/chunk0.parquet"
     spec = p.solve_spec("e", "dp_cd", "private")
     assert spec["stage"] == "private" and spec["chunks"] == 3
-    assert spec["search_private"] == {**plan.PRIVATE_DEFAULTS, "selection_seeds": 3,
+    # score_clip_from_data goes into the spec only when true: finished jobs keep their params
+    defaults = {k: v for k, v in plan.PRIVATE_DEFAULTS.items() if k != "score_clip_from_data"}
+    assert spec["search_private"] == {**defaults, "selection_seeds": 3,
                                       "select_by": "last_objective"}
     assert "estimated solve cost" in p.cost_summary()
+
+
+def test_score_clip_from_data_reaches_the_spec():
+    config = copy.deepcopy(CONFIG)
+    config["experiments"]["e"]["search_private"].update(score_clip=5.0,
+                                                        score_clip_from_data=True)
+    spec = make(config).solve_spec("e", "dp_cd", "private")
+    assert spec["search_private"]["score_clip_from_data"] is True
+    config["experiments"]["e"]["search_private"]["score_clip_from_data"] = "yes"
+    with pytest.raises(ValueError, match="score_clip_from_data"):
+        make(config)
 
 
 @pytest.mark.parametrize("path, value, named", [

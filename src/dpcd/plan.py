@@ -55,6 +55,7 @@ PRIVATE_DEFAULTS = {
     "shape": None,
     "score_fraction": 0.1,
     "score_clip": None,
+    "score_clip_from_data": False,
     "score_noise": "laplace",
     "selection_seeds": 10,
 }
@@ -391,6 +392,9 @@ class Plan:
                                  or not 0 < clip < math.inf):
             raise ValueError(f"{where}.search_private.score_clip: must be a finite number "
                              f"> 0 or null, got {clip!r}")
+        if not isinstance(settings["score_clip_from_data"], bool):
+            raise ValueError(f"{where}.search_private.score_clip_from_data: true or false, "
+                             f"got {settings['score_clip_from_data']!r}")
         if settings["score_noise"] not in ("laplace", "gaussian"):
             raise ValueError(f"{where}.search_private.score_noise: laplace or gaussian, "
                              f"got {settings['score_noise']!r}")
@@ -459,8 +463,10 @@ class Plan:
             # only when set: the specs (and finished jobs) of fixed splits are unchanged
             spec["validation_split"] = exp["validation_split"]
         if stage == "private":  # one job per selection seed
-            spec.update(stage=stage, search_private={
-                **self.private_settings(experiment), "select_by": exp["select_by"]})
+            settings = {**self.private_settings(experiment), "select_by": exp["select_by"]}
+            if not settings["score_clip_from_data"]:  # only when set: finished jobs unchanged
+                del settings["score_clip_from_data"]
+            spec.update(stage=stage, search_private=settings)
         if stage in ("screen", "confirm"):
             spec.update(stage=stage)
         spec.update(self.coarse_to_fine_spec(experiment, stage))

@@ -71,7 +71,7 @@ def released_id(solver, epsilon, passes):
 DEFAULT_SCORE_CLIP = {"squares": 1.0, "logistic": math.log(2.0), "hinge": 1.0}
 
 
-def score_mechanism(problem, select_by, noise, clip=None):
+def score_mechanism(problem, select_by, noise, clip=None, clip_from_data=False):
     """The candidates' score on the workflow's problem.
 
     ``last_objective``: the training objective with each record's loss
@@ -81,13 +81,14 @@ def score_mechanism(problem, select_by, noise, clip=None):
     """
     if select_by == "last_objective":
         b = DEFAULT_SCORE_CLIP[problem.loss] if clip is None else float(clip)
-        return selection.ScoreMechanism("last_objective", "loss", noise, problem.n_samples, b)
+        return selection.ScoreMechanism("last_objective", "loss", noise, problem.n_samples, b,
+                                        clip_from_data)
     if problem.X_val is None:
         raise ValueError("select_by: validation needs a variant with a validation split")
     if problem.loss == "squares":
         b = 1.0 if clip is None else float(clip)
         return selection.ScoreMechanism("validation", "squared_error", noise,
-                                        len(problem.y_val), b)
+                                        len(problem.y_val), b, clip_from_data)
     return selection.ScoreMechanism("validation", "accuracy", noise, len(problem.y_val))
 
 
@@ -144,7 +145,8 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
         shape=settings["shape"], score_fraction=float(settings["score_fraction"]),
         select_by=settings.get("select_by", "last_objective"),
         score_noise=settings["score_noise"], score_clip=settings["score_clip"]).checked()
-    score = score_mechanism(problem, search.select_by, search.score_noise, search.score_clip)
+    score = score_mechanism(problem, search.select_by, search.score_noise, search.score_clip,
+                            settings.get("score_clip_from_data", False))
     cells = {}
     for config in configurations(spec["solver"], spec["grid"], spec["passes"],
                                  epsilons_of(spec["privacy"])):
