@@ -107,8 +107,8 @@ def test_score_clip_from_data_reaches_the_spec():
     spec = make(config).solve_spec("e", "dp_cd", "private")
     assert spec["search_private"]["score_clip_from_data"] is True
     config["experiments"]["e"]["search_private"]["score_clip_from_data"] = "yes"
-    with pytest.raises(ValueError, match="score_clip_from_data"):
-        make(config)
+    with pytest.raises(ValueError, match="score_clip_from_data"):  # the planner checks too
+        plan.Plan(config)
 
 
 @pytest.mark.parametrize("path, value, named", [
