@@ -189,6 +189,7 @@ def test_dp_cd_p_ledger_has_two_lines(classification):
                                           smoothness_fraction=fraction, delta=1e-6,
                                           bounds=5.0, random_state=0).fit(X, y)
     ledger = model.privacy_ledger_
+    assert ledger.algorithm == "dp_cd_p"  # its run's label, not DP-CD's
     lines = {b.group: b for b in ledger.budget}
     assert set(lines) == {"smoothness", "optimisation"}
     assert lines["smoothness"].epsilon_achieved == pytest.approx(fraction * epsilon)

@@ -81,17 +81,24 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
     best_estimator_ : estimator or None
         The released model (None if K = 0).  Its own ``privacy_ledger_`` is
         the candidate's training at the per-candidate budget; the release's
-        account is ``privacy_ledger_`` below.
+        account is ``privacy_ledger_`` below.  Its ``random_state`` is this
+        search's ``random_state`` as given, not the seed its noise was drawn
+        from, and it has no ``history_``: the exact training objective is the
+        selection score before clipping and noise.
     best_params_ : dict or None
     best_score_ : float or None
         The released candidate's noisy score (private).
-    n_candidates_ : int
-        K, the number of candidates run.
-    candidate_params_ : list of dict
-        The K configurations drawn (a function of ``random_state`` only).
     privacy_ledger_ : dpcd.privacy.Ledger
-        The whole release (``ledger_`` is the same object).
+        The whole release (``ledger_`` is the same object): the law of K, not K.
     calibration_ : dpcd.privacy.selection.SelectionCalibration
+
+    Notes
+    -----
+    What the search releases is the attributes above, and nothing else: the
+    number of candidates K, the configurations drawn, the other candidates
+    and their scores are not kept.  The guarantee covers the best candidate
+    with K hidden; publishing K breaks it (docs/method/private_tuning.md,
+    "What a release carries").
 
     References
     ----------
@@ -141,10 +148,10 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
         result = private_search(self.estimator, self.param_grid, X, y, self.epsilon,
                                 self.delta, settings, _seed_of(self.random_state))
         self.best_estimator_ = result.estimator
+        if result.estimator is not None:  # the user's, not the noise's seed
+            result.estimator.set_params(random_state=self.random_state)
         self.best_params_ = result.params
         self.best_score_ = result.noisy_score
-        self.n_candidates_ = result.k
-        self.candidate_params_ = result.drawn
         self.privacy_ledger_ = self.ledger_ = result.ledger
         self.calibration_ = result.calibration
         if result.estimator is not None and hasattr(result.estimator, "classes_"):

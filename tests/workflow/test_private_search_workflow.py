@@ -10,8 +10,10 @@ the setting."""
 
 import copy
 import math
+import re
 
 import dp_accounting
+import mlflow
 import pandas as pd
 import pytest
 from conftest import make_workdir, planned_jobs, snakemake
@@ -50,8 +52,6 @@ def private(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(private):
-    import mlflow
-
     workdir, _ = private
     mlflow.set_tracking_uri(f"sqlite:///{workdir}/results/mlflow.db")
     return mlflow.search_runs(experiment_names=["dpcd/priv"])
@@ -68,13 +68,34 @@ def test_roles_in_mlflow(runs):
     assert set(children["tags.role"]) == {"candidate", "released"}
     released = children[children["tags.role"] == "released"]
     assert len(released) == SOLVERS * SEEDS  # K >= 1 (geometric): one release per search
-    # each search ran as many candidates as it says (K)
+    # each search ran candidates, marked as the researcher's private record
     for (solver, name), group in children.groupby(
             [children["params.solver"],
              children["tags.mlflow.runName"].str.extract(r"-(seed\d+)-")[0]]):
-        k = int(group.loc[group["tags.role"] == "released", "tags.dpcd.candidates"].iloc[0])
-        assert (group["tags.role"] == "candidate").sum() == k
+        candidates = group[group["tags.role"] == "candidate"]
+        assert len(candidates) >= 1
+        assert candidates["tags.privacy.private_record"].str.contains("voids").all()
         assert group["tags.privacy.released"].tolist().count("true") == 1
+
+
+def test_a_release_carries_no_k(private, runs, tmp_path):
+    """Neither the released runs' params, tags and metrics nor their ledger
+    artifacts nor the released rows hold K (the number of candidates)."""
+    workdir, _ = private
+    released = runs[runs["tags.role"] == "released"]
+    assert len(released) == SOLVERS * SEEDS
+    for row in released.to_dict("records"):
+        for key, value in row.items():
+            assert not re.search(r"candidates|selection\.k$|\.k$", key), key
+            assert not re.search(r"\bK=\d", str(value)), (key, value)
+        ledger = mlflow.MlflowClient().download_artifacts(
+            row["run_id"], "privacy_ledger.json", str(tmp_path))
+        text = open(ledger).read()
+        assert '"k_distribution": "geometric"' in text  # the law of K is there
+        assert '"k":' not in text and "K=" not in text
+    tables = [pd.read_parquet(p) for p in workdir.glob("results/runs/priv/*/private/*.parquet")]
+    assert len(tables) == SOLVERS * SEEDS
+    assert all("k" not in t and "candidates" not in t for t in tables)
 
 
 def _expected_epsilon(solver, z_train, z_score, delta, z_smooth=None):

@@ -38,7 +38,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
     result = run_with(problem, config, seed, smoothness, clip, calibration, secure,
                       budget.passes(config))
     estimate_ledger = privacy.Ledger.from_dict(private_smoothness["ledger"])
-    ledger = privacy.Ledger.combine([estimate_ledger, calibration.ledger])
+    ledger = privacy.Ledger.combine([estimate_ledger, calibration.ledger], algorithm="dp_cd_p")
     return result, ledger
 
 

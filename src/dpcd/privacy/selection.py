@@ -9,6 +9,16 @@ the whole release is Rényi-DP with the bounds of Papernot & Steinke
 (arXiv 2110.03620, Theorems 2 and 6), which ``dp_accounting``'s RDP
 accountant implements as ``RepeatAndSelectDpEvent(event, mean, shape)``.
 
+What goes out with a release
+----------------------------
+The released model, its noisy score and its ledger, which records the law
+of K (distribution, mean, shape) and the calibration, never K itself, the
+configurations drawn, the other candidates or the seed the noise came from.
+The bound covers the best candidate with K as internal randomness; given
+K = k the output is a best-of-k mechanism whose loss grows with k, so
+publishing K turns the mixture's guarantee into the average of the
+best-of-k's (docs/method/private_tuning.md, "What a release carries").
+
 This module is data-free, like :mod:`dpcd.privacy.calibrate`: it knows the
 distributions of K, the score mechanisms and their sensitivities, the
 candidate's event, and calibrates the noise of both parts to a target
@@ -25,13 +35,19 @@ Distributions of K (``dp_accounting``'s parametrisation)
 * ``"geometric"`` (η = 1): P(K = k) = γ (1−γ)^(k−1), γ = 1/μ.
 * ``"logarithmic"`` (η = 0): P(K = k) ∝ (1−γ)^k / k.
 
-Scores and their sensitivities (replace-one; also the zero record)
--------------------------------------------------------------------
+Scores and their sensitivities
+------------------------------
 * ``"last_objective"``: the training objective of the candidate's final
   model with each sample's loss clipped to a public bound B,
   ``(1/n) Σ min(ℓ_i(w), B) + R(w)``.  Losses are ≥ 0, so each clipped
   term lies in [0, B] and replacing one record moves the mean by ≤ B/n;
   R(w) is a function of the candidate's released model only.  Lower is better.
+  Under add-or-remove-one, n is a public constant fixed when the mechanism
+  is built (as DP-SGD's sampling rate b/n): the clipped *sum* (sensitivity
+  B) gets noise of scale z·B and is divided by that n, so a neighbour with
+  one record more or less is scored with the same n and the same noise
+  (not with its own n, which would make the noise scale a function of the
+  data).
 * ``"validation"``: a metric on a validation set of ``n_val`` records
   disjoint from the training records: accuracy (each term in {0, 1},
   sensitivity 1/n_val; higher is better) or the squared error clipped to B
@@ -168,11 +184,16 @@ class ScoreMechanism:
         validation metrics.
     noise : {"laplace", "gaussian"}
     n : int
-        Records the score averages over (training or validation).
+        The public n the score averages over (training or validation
+        records).  Under replace-one it is the number of records scored;
+        under add-or-remove-one it is fixed here and a neighbour of another
+        size is divided by it too (module docstring).
     clip : float or None
         B (None for accuracy).
     clip_from_data : bool
         Whether B was set from the data (then a non-private input).
+    relation : str
+        The neighbouring relation the score is private under.
     """
 
     select_by: str
@@ -181,6 +202,7 @@ class ScoreMechanism:
     n: int
     clip: float | None = None
     clip_from_data: bool = False
+    relation: str = "replace_one"
 
     def __post_init__(self):
         if self.select_by not in SELECT_BY:
@@ -198,10 +220,17 @@ class ScoreMechanism:
         if self.metric != "accuracy":
             if self.clip is None or not math.isfinite(self.clip) or self.clip <= 0:
                 raise ValueError(f"score_clip must be a finite number > 0, got {self.clip!r}")
+        if self.relation == "add_or_remove_one" and self.metric != "loss":
+            # the validation rows are a random split of the n records: adding one
+            # reshuffles every record's side, which the composition does not cover
+            raise ValueError("select_by='validation' needs a fixed n (replace_one or "
+                             "replace_special): under neighbouring='add_or_remove_one' "
+                             "the random split of the records changes with n")
 
     @property
     def sensitivity(self) -> float:
-        """Replace-one sensitivity of the score: B/n, or 1/n for accuracy."""
+        """Sensitivity of the score: B/n (or 1/n for accuracy) with the public n;
+        under add-or-remove-one, the clipped sum's B divided by that n."""
         return (1.0 if self.metric == "accuracy" else float(self.clip)) / self.n
 
     @property
@@ -212,14 +241,16 @@ class ScoreMechanism:
         """The exact score from per-record ``losses`` (for accuracy: 1 if the
         record is classified correctly, else 0), before noise."""
         losses = np.asarray(losses, dtype=float)
-        if losses.shape != (self.n,):
+        fixed_n = self.relation != "add_or_remove_one"
+        if losses.ndim != 1 or (fixed_n and losses.shape != (self.n,)):
             raise ValueError(f"need {self.n} per-record values, got shape {losses.shape}")
         if self.metric == "accuracy":
             return float(np.mean(losses))
         if np.any(losses < 0) or not np.all(np.isfinite(np.minimum(losses, self.clip))):
             raise ValueError("per-record losses must be >= 0 (clipping to [0, B] "
                              "is what bounds the sensitivity)")
-        return float(np.mean(np.minimum(losses, self.clip))) + float(penalty)
+        # the clipped sum over the public n (the records' own count under a fixed n)
+        return float(np.sum(np.minimum(losses, self.clip)) / self.n) + float(penalty)
 
     def noisy(self, value: float, multiplier: float, rng: np.random.Generator) -> float:
         """``value`` plus noise of scale ``multiplier · sensitivity``."""
@@ -227,10 +258,6 @@ class ScoreMechanism:
         if self.noise == "laplace":
             return float(value + rng.laplace(0.0, scale))
         return float(value + rng.normal(0.0, scale))
-
-    def event_spec(self) -> tuple:
-        """The score's accounting spec: one release."""
-        return (self.noise, 1)
 
 
 # ------------------------------------------------------------------ accounting
@@ -499,24 +526,24 @@ def _train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec, z
 
 
 def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
-                     training: Ledger, k: int, distribution: str,
+                     training: Ledger, distribution: str,
                      algorithm: str | None = None) -> Ledger:
     """The released candidate's ledger: its training mechanisms, the score,
     and one budget line for the whole repeat-and-select release.
 
     ``training`` is the released candidate's own training ledger (its
-    mechanisms; its budget is superseded by the selection's).  ``k`` (the
-    number of candidates run), the distribution, the split and the score
-    mechanism are recorded in the selection mechanism's ``note``.
+    mechanisms; its budget is superseded by the selection's).  The law of K,
+    the split and the score mechanism are recorded in the selection
+    mechanism's ``note``; K itself is not (module docstring).
     """
     cal = calibration
-    note = (f"repeat_and_select: K={k} drawn from {distribution}(mean={cal.mean:g}, "
+    note = (f"repeat_and_select: K drawn from {distribution}(mean={cal.mean:g}, "
             f"shape={cal.shape:g}); score_fraction={cal.score_fraction:g} "
             f"(score alone eps={cal.score_epsilon:.6g}); training per-candidate "
             f"eps={cal.train_epsilon:.6g} at delta; select_by={score.select_by}, "
             f"metric={score.metric}, score_clip={score.clip}, "
             f"clip_from_data={score.clip_from_data}")
-    record = selection_record(cal, score, k, distribution)
+    record = selection_record(cal, score, distribution)
     # DP-CD-P: the candidate's own smoothness release (and feature bound) spent
     # smoothness_fraction of its training budget train_epsilon, pure DP,
     # composed in RDP with its steps and the score (not added up)
@@ -553,10 +580,10 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
 
 
 def selection_record(calibration: SelectionCalibration, score: ScoreMechanism | None,
-                     k: int, distribution: str) -> dict:
-    """The ledger's ``selection`` entry: K, its distribution, the split, the score."""
+                     distribution: str) -> dict:
+    """The ledger's ``selection`` entry: the law of K (never K), the split, the score."""
     cal = calibration
-    out = {"k": int(k), "k_distribution": distribution, "k_mean": cal.mean,
+    out = {"k_distribution": distribution, "k_mean": cal.mean,
            "k_shape": cal.shape if math.isfinite(cal.shape) else "inf",
            "score_fraction": cal.score_fraction, "score_epsilon": cal.score_epsilon,
            "train_epsilon": cal.train_epsilon, "train_delta": cal.delta,
@@ -566,7 +593,7 @@ def selection_record(calibration: SelectionCalibration, score: ScoreMechanism | 
         out.update(select_by=score.select_by, score_metric=score.metric,
                    score_noise=score.noise, score_sensitivity=score.sensitivity,
                    score_n=score.n, score_clip=score.clip,
-                   score_clip_from_data=score.clip_from_data)
+                   score_clip_from_data=score.clip_from_data, score_relation=score.relation)
     return out
 
 

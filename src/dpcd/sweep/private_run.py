@@ -29,6 +29,7 @@ the researcher's evaluation of it (they read the data without noise) and are
 not part of the release.
 """
 
+import functools
 import math
 import time as clock
 
@@ -66,30 +67,37 @@ def released_id(solver, epsilon, passes):
     """config_id of the released runs of solver entry ``solver`` at one cell."""
     return f"{RELEASED_ID}_{solver}_eps{float(epsilon):g}_passes{float(passes):g}"
 
+#: Tag of every candidate run: the researcher's private record, not a release.
+PRIVATE_RECORD = ("candidate run: the researcher's private record, not released; "
+                  "publishing it, or the number of candidates, voids the release's epsilon")
+
 # B when search_private.score_clip is null: the loss of the zero model on a
 # unit label for the workflow's datafits (squares has no 1/2), a constant.
 DEFAULT_SCORE_CLIP = {"squares": 1.0, "logistic": math.log(2.0), "hinge": 1.0}
 
 
-def score_mechanism(problem, select_by, noise, clip=None, clip_from_data=False):
-    """The candidates' score on the workflow's problem.
+def score_mechanism(problem, select_by, noise, clip=None, clip_from_data=False,
+                    relation="replace_one"):
+    """The candidates' score on the workflow's problem, private under ``relation``.
 
     ``last_objective``: the training objective with each record's loss
-    clipped to B, ``(1/n) Σ min(ℓ_i(w), B) + R(w)`` (sensitivity B/n);
+    clipped to B, ``(1/n) Σ min(ℓ_i(w), B) + R(w)`` (sensitivity B/n; n the
+    public n of the problem, fixed also under add-or-remove-one);
     ``validation``: accuracy on the validation rows (1/n_val) for
     classification, their squared error clipped to B (B/n_val) for squares.
     """
     if select_by == "last_objective":
         b = DEFAULT_SCORE_CLIP[problem.loss] if clip is None else float(clip)
         return selection.ScoreMechanism("last_objective", "loss", noise, problem.n_samples, b,
-                                        clip_from_data)
+                                        clip_from_data, relation)
     if problem.X_val is None:
         raise ValueError("select_by: validation needs a variant with a validation split")
     if problem.loss == "squares":
         b = 1.0 if clip is None else float(clip)
         return selection.ScoreMechanism("validation", "squared_error", noise,
-                                        len(problem.y_val), b, clip_from_data)
-    return selection.ScoreMechanism("validation", "accuracy", noise, len(problem.y_val))
+                                        len(problem.y_val), b, clip_from_data, relation)
+    return selection.ScoreMechanism("validation", "accuracy", noise, len(problem.y_val),
+                                    relation=relation)
 
 
 def score_value(problem, score, w):
@@ -145,8 +153,8 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
         shape=settings["shape"], score_fraction=float(settings["score_fraction"]),
         select_by=settings.get("select_by", "last_objective"),
         score_noise=settings["score_noise"], score_clip=settings["score_clip"]).checked()
-    score = score_mechanism(problem, search.select_by, search.score_noise, search.score_clip,
-                            settings.get("score_clip_from_data", False))
+    score = functools.partial(score_mechanism, problem, search.select_by, search.score_noise,
+                              search.score_clip, settings.get("score_clip_from_data", False))
     cells = {}
     for config in configurations(spec["solver"], spec["grid"], spec["passes"],
                                  epsilons_of(spec["privacy"])):
@@ -160,20 +168,23 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
             rows.append(_released_rows(spec, released, chunk, selection_seed, delta, problem))
     from dpcd.sweep.run import _empty_table
 
-    table = _stack_rows(rows) if rows else _empty_table().assign(role=[], k=[])
+    table = _stack_rows(rows) if rows else _empty_table().assign(role=[])
     return table, records
 
 
-def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, delta,
+def _search(spec, algorithm, problem, configs, search, score_under, epsilon, passes, delta,
             neighbouring, seed, f_star, w_star, records):
-    """One cell's search; appends its runs to ``records``; the released one."""
+    """One cell's search; appends its runs to ``records``; the released one.
+    ``score_under(relation=...)`` is the score mechanism under a relation."""
     by_id = {config_id(config): config for config in configs}
     cal, specs, private_smoothness = calibrate_candidates(
         lambda key, eps: algorithm.calibrate(problem, by_id[key],
                                              Budget(eps, delta, "rdp", neighbouring)).ledger,
         list(by_id), problem.n_samples, epsilon, delta, search.k_mean, search.shape,
-        search.score_fraction, search.score_noise)
-    k, drawn = draw_search(configs, search, seed, epsilon, delta)
+        search.score_fraction, search.score_noise,
+        lambda relation: score_under(relation=relation))  # refuses what it cannot score
+    score = score_under(relation=cal.relation)
+    _, drawn = draw_search(configs, search, seed, epsilon, delta)
     budget = Budget(cal.train_epsilon, delta, "rdp", neighbouring)
     best = None
     for index, config in enumerate(drawn):
@@ -197,24 +208,24 @@ def _search(spec, algorithm, problem, configs, search, score, epsilon, passes, d
                             np.random.default_rng(score_ss))
         record = _record(config, config_id(config), result, ledger, problem, f_star, start)
         tags = {"role": "candidate", "dpcd.search": "private", "dpcd.candidate": str(index),
-                "dpcd.candidates": str(k), "privacy.released": "false"}
+                "privacy.released": "false", "privacy.private_record": PRIVATE_RECORD}
         records.append((record, tags))
         if best is None or (noisy > best[0] if score.higher_is_better else noisy < best[0]):
             best = (noisy, config, result, ledger, record)
     if best is None:  # K = 0 (Poisson): nothing is released
         return None
     noisy, config, result, ledger, record = best
-    whole = selection.selection_ledger(cal, score, ledger, k, search.k_distribution,
+    whole = selection.selection_ledger(cal, score, ledger, search.k_distribution,
                                        algorithm=f"private_search({spec['solver']})")
     out = ConfigRecord(config, released_id(spec["solver"], epsilon, passes), record.status,
                        record.objective, record.rel_error,
                        record.time, [whole], record.holdout, record.start_ms, record.end_ms)
-    tags = {"role": "released", "dpcd.search": "private", "dpcd.candidates": str(k),
+    tags = {"role": "released", "dpcd.search": "private",
             "dpcd.released_config_id": config_id(config), "privacy.released": "true",
             "privacy.noisy_score": repr(noisy)}
     records.append((out, tags))
     support = support_counts(result.w, w_star) if w_star is not None else None
-    return out, result, k, noisy, support
+    return out, result, noisy, support
 
 
 def candidate_streams(seed, search, epsilon, delta, n_configs, index, config):
@@ -254,7 +265,7 @@ def _record(config, cid, result, ledger, problem, f_star, start):
 
 
 def _released_rows(spec, released, chunk, selection_seed, delta, problem):
-    record, result, k, noisy, support = released
+    record, result, noisy, support = released
     columns = _tidy_rows(spec, record.config, record.config_id, record.status, [selection_seed],
                          record.objective, record.rel_error, record.time, record.ledgers,
                          delta, result.passes_done, record.config["passes"])  # run whole
@@ -263,5 +274,5 @@ def _released_rows(spec, released, chunk, selection_seed, delta, problem):
     columns["nonprivate_inputs"] = nonprivate_inputs(problem, record.ledgers[0])
     for i, name in enumerate(("nnz_correct", "nnz_incorrect")):
         columns[name] = np.nan if support is None else float(support[i])
-    columns.update(role="released", k=k, noisy_score=noisy)
+    columns.update(role="released", noisy_score=noisy)
     return columns

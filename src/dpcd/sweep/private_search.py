@@ -16,7 +16,9 @@ experiment: its grid, data, target (ε, δ) and settings) or the
    stream of that candidate;
 4. releases the candidate with the best noisy score: its model, its noisy
    score and the ledger of the whole release.  The other candidates' models
-   and scores are discarded (releasing them is not covered).
+   and scores, K, the configurations drawn and the seed of the released
+   model's noise are discarded (releasing any of them is not covered:
+   :mod:`dpcd.privacy.selection`, "What goes out with a release").
 
 Which trainings can be candidates: the rule the workflow's ``search:
 private`` applies, :func:`dpcd.sweep.candidate.candidate_spec`, on each
@@ -279,34 +281,32 @@ def candidate_values(est, X, y, metric):
 
 @dataclass(frozen=True)
 class SearchResult:
-    """What a private search releases (and the public draws it made).
+    """What a private search releases, and nothing else.
 
     Attributes
     ----------
     estimator : estimator or None
-        The best candidate's fitted model; None when K = 0 (Poisson).
+        The best candidate's fitted model; None when K = 0 (Poisson).  Its
+        ``random_state`` is the template's, not the seed its noise came from,
+        and it has no ``history_`` (the exact training objective is the
+        selection score before clipping and noise).
     params : dict or None
     noisy_score : float or None
         The released candidate's noisy score.
-    k : int
-        Number of candidates run.
     ledger : Ledger
         The whole release: the released candidate's training mechanisms, the
-        score and one ``selection`` budget line (repeat-and-select, RDP).
+        score and one ``selection`` budget line (repeat-and-select, RDP),
+        with the law of K but not K.
     calibration : dpcd.privacy.selection.SelectionCalibration
     score : dpcd.privacy.selection.ScoreMechanism
-    drawn : list of dict
-        Configurations of the K candidates (data-independent draws).
     """
 
     estimator: object
     params: dict | None
     noisy_score: float | None
-    k: int
     ledger: Ledger
     calibration: object
     score: object
-    drawn: list
 
 
 def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=None,
@@ -339,7 +339,7 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     n, p = X.shape
     delta = 1.0 / n ** 2 if delta is None else float(delta)
     configs = grid_configurations(param_grid)
-    k, drawn = draw_search(configs, settings, seed, epsilon, delta)
+    _, drawn = draw_search(configs, settings, seed, epsilon, delta)
 
     if settings.select_by == "validation":
         train, val = validation_split(n, settings, seed, epsilon, delta)
@@ -354,16 +354,11 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     clip = None if metric == "accuracy" else (
         settings.score_clip if settings.score_clip is not None
         else selection.default_score_clip(settings.select_by, loss))
-    score = selection.ScoreMechanism(settings.select_by, metric, settings.score_noise,
-                                     len(y_score), clip, settings.score_clip_from_data)
 
-    def check_relation(relation):
-        if settings.select_by == "validation" and relation == "add_or_remove_one":
-            # the split is a permutation of n records: adding one reshuffles every
-            # record's side, which the composition of training and score does not cover
-            raise ValueError("select_by='validation' needs a fixed n (replace_one or "
-                             "replace_special): under neighbouring='add_or_remove_one' "
-                             "the random split of the records changes with n")
+    def score_under(relation):  # n public: the records scored, fixed from here on
+        return selection.ScoreMechanism(settings.select_by, metric, settings.score_noise,
+                                        len(y_score), clip, settings.score_clip_from_data,
+                                        relation)
 
     # every configuration's training event, whether drawn or not (the mixture)
     by_key = {tuple(sorted(config.items())): config for config in configs}
@@ -371,8 +366,9 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         lambda key, eps: calibrated_ledger(clone(estimator).set_params(**by_key[key]),
                                            X_fit.shape[0], p, eps, delta),
         list(by_key), X_fit.shape[0], epsilon, delta, settings.k_mean, settings.shape,
-        settings.score_fraction, settings.score_noise, check_relation)
+        settings.score_fraction, settings.score_noise, score_under)
     relation = calibration.relation
+    score = score_under(relation)
 
     best = None
     for index, config in enumerate(drawn):
@@ -399,13 +395,17 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         empty = Ledger(algorithm=f"private_search({estimator.solver})", neighbouring=relation,
                        accountant="rdp", epsilon_target=float(epsilon), delta=float(delta),
                        epsilon_achieved=calibration.epsilon_achieved,
-                       selection=selection.selection_record(calibration, score, 0,
+                       selection=selection.selection_record(calibration, score,
                                                             settings.k_distribution))
-        return SearchResult(None, None, None, 0, empty, calibration, score, drawn)
+        return SearchResult(None, None, None, empty, calibration, score)
     noisy, est, config = best
-    ledger = selection.selection_ledger(calibration, score, est.privacy_ledger_, k,
+    ledger = selection.selection_ledger(calibration, score, est.privacy_ledger_,
                                         settings.k_distribution)
-    return SearchResult(est, dict(config), noisy, k, ledger, calibration, score, drawn)
+    # the release keeps neither its noise's seed (fast noise assumes it secret)
+    # nor the exact training objective (the score before clipping and noise)
+    est.set_params(random_state=estimator.random_state)
+    del est.history_
+    return SearchResult(est, dict(config), noisy, ledger, calibration, score)
 
 
 __all__ = ["SUPPORTED_SOLVERS", "SearchResult", "SearchSettings", "candidate_entropy",
