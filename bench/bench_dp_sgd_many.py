@@ -11,8 +11,8 @@ first K of them) at 2 passes: K runs one after the other with ``dp_sgd`` and
 the same K runs in one ``dp_sgd_many`` call, interleaved, best of 3: with the
 kernel its switch picks ("together", "kernel"), and with each of its two
 kernels forced (runs outer, runs inner): ``python bench/bench_dp_sgd_many.py 5``
-shows where the switch sits. "independent" is what a sweep runs since issue 30
-(item 4): the same K runs in one ``dp_sgd_many(seeds=...)`` call, each on its
+shows where the switch sits. "independent" is what a sweep runs (per-run
+seeds): the same K runs in one ``dp_sgd_many(seeds=...)`` call, each on its
 own sampling and noise streams (nothing shared but the call); "alone" is
 ``dp_sgd``, which runs on those streams too. Times are wall times around the
 calls (sampling, noise, updates and the objective after every pass);

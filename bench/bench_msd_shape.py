@@ -5,8 +5,8 @@ also ``sgd``, ``dp_scd``, ``seq_dp_scd``; prints one table; no assertions).
 
 The DP-SCD paper's YearPredictionMSD experiment (its stand-in: 347 786
 training rows x 90 dense features, unit-norm rows, ridge with L2 alpha 1e-4,
-batch sizes 5 to 2 000) is most of ``config/paper/dpscd_aaai21.yaml``'s cost
-(issue 25). Each solver runs through the sweep's own code
+batch sizes 5 to 2 000) is most of ``config/paper/dpscd_aaai21.yaml``'s cost.
+Each solver runs through the sweep's own code
 (:func:`dpcd.sweep.run.run_configurations`: one seed, ``K`` configurations of
 one batch size sharing their kernel calls as in a sweep, ``PASSES`` passes,
 objective after every pass) after a warm-up that compiles the kernels; the

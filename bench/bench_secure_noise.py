@@ -1,6 +1,6 @@
 """Benchmark: cost of ``noise="secure"`` per fit against the fast path.
 
-Run: ``DPCD_DATA_MIRROR=/work/shared/data python bench/bench_secure_noise.py``
+Run: ``DPCD_DATA_MIRROR=/path/to/copies python bench/bench_secure_noise.py``
 (prints a table; no assertions).
 
 Data: California (regressor, 20 640 x 8) and Adult (classifier, 32 561 x 105
@@ -14,6 +14,7 @@ fit's extra work is drawing ``passes·p`` exact discrete Gaussians through
 OpenDP (and ``p`` discrete Laplaces for dp_cd_p), timed alone in the last
 column.
 """
+import argparse
 import os
 import statistics
 import time
@@ -27,11 +28,10 @@ from dpcd.estimators import DPCoordinateDescentClassifier, DPCoordinateDescentRe
 from dpcd.privacy import secure
 
 REPEATS = 15
-MIRROR = os.environ.get("DPCD_DATA_MIRROR", "/work/shared/data")
 
 
-def load(name):
-    raw = load_raw(get_entry(name), os.path.join(MIRROR, name))
+def load(mirror, name):
+    raw = load_raw(get_entry(name), os.path.join(mirror, name))
     parts, _ = apply_recipe(raw, "standardize", name, seed=0)
     return parts["train"]
 
@@ -42,13 +42,13 @@ def timed(make, X, y):
     return time.perf_counter() - t0, model
 
 
-def main():
+def main(mirror):
     cases = [("california", DPCoordinateDescentRegressor),
              ("adult", DPCoordinateDescentClassifier)]
     print(f"{'dataset':<11} {'solver':<8} {'n x p':>12} {'fast ms':>9} {'secure ms':>10} "
           f"{'ratio':>6} {'draws':>6} {'draw ms':>8}")
     for name, cls in cases:
-        X, y = load(name)
+        X, y = load(mirror, name)
         if cls is DPCoordinateDescentClassifier:
             y = y > 0
         for solver in ("dp_cd", "dp_cd_p"):
@@ -72,4 +72,12 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Reads California and Adult from $DPCD_DATA_MIRROR (required).")
+    parser.parse_args()
+    mirror = os.environ.get("DPCD_DATA_MIRROR")
+    if not mirror:
+        parser.error("set DPCD_DATA_MIRROR=/path/to/copies (the directory holding "
+                     "california/ and adult/)")
+    main(mirror)

@@ -1,4 +1,4 @@
-"""log1 / log2 under each label rule the DP-GCD paper admits (issue 32, item 2).
+"""log1 / log2 under each label rule the DP-GCD paper admits.
 
 Run: ``python bench/dpgcd_log1_labels.py [--seeds 5] [--sweep] [--problems log1]``
 (prints tables; no assertions). For each rule of :func:`dpcd.data.synthetic.lognormal`

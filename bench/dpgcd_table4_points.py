@@ -1,4 +1,4 @@
-"""DP-GCD paper, Table 4: each solver run at the paper's selected point (issue 32, item 6).
+"""DP-GCD paper, Table 4: each solver run at the paper's selected point.
 
 Run after the DP-GCD quick (or full) config has written ``results/``:
 ``python bench/dpgcd_table4_points.py [--seeds 10] [--only california/dp_sgd ...]``

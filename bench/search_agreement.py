@@ -1,4 +1,4 @@
-"""Staged vs exhaustive selection (issue 25), from a finished ``search: grid`` run.
+"""Staged vs exhaustive selection, from a finished ``search: grid`` run.
 
 A run's streams depend on its seed and configuration only, so the stages of
 ``search: staged`` are the grid's runs of their configurations

@@ -142,6 +142,30 @@ def test_config_readme_gives_every_schema_default():
     assert checked >= 20
 
 
+# --- config/paper/: short headers, every file in docs/papers.md ----------------
+PAPER_CONFIGS = sorted((ROOT / "config" / "paper").glob("*.yaml"))
+
+
+def test_paper_config_headers_are_short():
+    """A paper config's header (its leading comments) says what it reproduces,
+    the paper's open choices and the command, in at most 30 lines; run logs
+    belong in docs/papers.md."""
+    assert len(PAPER_CONFIGS) >= 14
+    for path in PAPER_CONFIGS:
+        lines = path.read_text().splitlines()
+        header = lines[:lines.index("")]
+        assert all(line.startswith("#") for line in header), path.name
+        assert len(header) <= 30, f"{path.name}: {len(header)} header lines"
+
+
+def test_papers_page_measures_every_paper_config():
+    """docs/papers.md's "Measured" table has one row per config/paper/*.yaml."""
+    text = (ROOT / "docs" / "papers.md").read_text()
+    section = text.split("\n## Measured\n", 1)[1].split("\n## ", 1)[0]
+    rows = [row[0].strip("`") for row in _table_rows(section)[2:]]
+    assert sorted(rows) == [path.name for path in PAPER_CONFIGS]
+
+
 # --- CITATION.cff, LICENSE -------------------------------------------------------
 CFF_SCHEMA = ROOT / "tests" / "data" / "cff" / "schema-1.2.0.json"
 

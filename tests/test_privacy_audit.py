@@ -1,4 +1,4 @@
-"""Empirical privacy audit (issue 3, item 5).
+"""Empirical privacy audit of the calibrations.
 
 Each audit runs a mechanism 10^6 times per dataset on a worst-case
 neighbouring pair with a fixed seed and turns the outputs into a 95 %
@@ -30,7 +30,8 @@ from scipy import stats
 import dp_accounting
 from dp_accounting.pld import PLDAccountant
 
-from dpcd.privacy import audit
+from dpcd.privacy import audit, calibrate_dp_cd
+from dpcd.privacy.gcd import calibrate_dp_gcd
 
 EPS = 1.0
 DELTA = 1e-5
@@ -246,12 +247,8 @@ def test_dpcd_calibrate_dp_cd(p, passes, j, clips):
     2 in the sensitivity 2C_j/n, or a count of releases off by p, would show
     up as the half-noise case does.
     """
-    privacy = pytest.importorskip("dpcd.privacy")
-    calibrate = getattr(privacy, "calibrate_dp_cd", None)
-    if calibrate is None:
-        pytest.skip("dpcd.privacy.calibrate_dp_cd not available yet")
     n = 5  # any n works (Δ_j = 2C_j/n); small n keeps the K-step runs cheap
-    cal = calibrate(n=n, p=p, passes=passes, clip=np.array(clips), epsilon=EPS, delta=DELTA)
+    cal = calibrate_dp_cd(n=n, p=p, passes=passes, clip=np.array(clips), epsilon=EPS, delta=DELTA)
     sigma = float(np.ravel(cal.noise_scales)[j])
     steps = passes * p
     data = audit.worst_case_dp_cd_pair(n=n, p=p, j=j, clip=clips[j], background_scale=0.0)
@@ -272,11 +269,7 @@ def test_dpcd_calibrate_dp_gcd_selection(mode):
     the clipped range [−1, 1]. The per-step ε′ is the claim. ``mode="paper"``
     (Theorem 4.2's λ′ = Δ/ε′) must be caught; ``"correct"`` (2Δ/ε′) must not.
     """
-    gcd = pytest.importorskip("dpcd.privacy.gcd")
-    calibrate = getattr(gcd, "calibrate_dp_gcd", None)
-    if calibrate is None:
-        pytest.skip("dpcd.privacy.gcd.calibrate_dp_gcd not available yet")
-    cal = calibrate(n=10, p=2, iterations=1, clip=np.array([1.0, 1.0]),
+    cal = calibrate_dp_gcd(n=10, p=2, iterations=1, clip=np.array([1.0, 1.0]),
                     epsilon=2.0, delta=DELTA, mode=mode)
     eps_step = cal.extra["epsilon_per_step"]
     scales = np.asarray(cal.extra["selection_scales"])

@@ -113,9 +113,8 @@ def test_dual_dp_scd_calibration_per_relation(relation):
 def test_seq_dp_scd_samples_poisson_under_every_relation():
     # Poisson batches at a stated L_max are proven under the zero record and
     # replace-one (docs/method/dp_scd_release.md, sections 5 and 8)
-    for relation in ("replace_one", "replace_special", "paper", None):
-        assert privacy.default_sampling("seq_dp_scd", relation) == "poisson"
-        assert privacy.default_sampling("dp_scd", relation) == "poisson"
+    assert privacy.default_sampling("seq_dp_scd") == "poisson"
+    assert privacy.default_sampling("dp_scd") == "poisson"
     n, p, L, clip, delta = 4000, 10, 20, 1.0, 1e-5
     cal = privacy.calibrate_dp_scd(n, p, L, clip, 1.0, delta, iterations=200, variant="seq",
                                    relation="replace_one")

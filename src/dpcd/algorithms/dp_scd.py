@@ -38,11 +38,11 @@ MAX_BATCH_SIZE = Hyperparameter("max_batch_size", {
 HYPERPARAMETERS = (CLIP, BATCH_SIZE, STEP, SAMPLING, MAX_BATCH_SIZE)
 
 
-def _sampling(config, variant, budget):
+def _sampling(config, variant):
     if variant == "primal":
         return "none"
     solver = "seq_dp_scd" if variant == "seq" else "dp_scd"
-    return config.get("sampling", privacy.default_sampling(solver, budget.neighbouring))
+    return config.get("sampling", privacy.default_sampling(solver))
 
 
 def calibrate(problem, config, budget, variant):
@@ -51,7 +51,7 @@ def calibrate(problem, config, budget, variant):
     return privacy.calibrate_dp_scd(
         problem.n_samples, problem.n_features, int(config["batch_size"]), config["clip"],
         budget.epsilon, budget.delta, passes=config["passes"], variant=variant,
-        sampling=_sampling(config, variant, budget), accountant=budget.accountant,
+        sampling=_sampling(config, variant), accountant=budget.accountant,
         relation=budget.neighbouring,
         max_batch_size=config.get("max_batch_size"),
     )
@@ -61,7 +61,7 @@ def run(problem, config, seed, budget, private_smoothness=None, variant="dual"):
     """DP-SCD ``variant`` with its calibration; the solver samples as the budget
     was accounted, or does not run."""
     calibration = calibrate(problem, config, budget, variant)
-    sampling = _sampling(config, variant, budget)
+    sampling = _sampling(config, variant)
     privacy.check_sampling(calibration, sampling)
     X = problem.X_fortran if variant == "primal" else problem.X_c
     result = solvers.dp_scd(

@@ -46,11 +46,6 @@ def get_entry(name):
     return entry
 
 
-def is_generated(name):
-    """Return True if ``name`` is a synthetic (generated) source."""
-    return "generator" in get_entry(name)
-
-
 def generated_sources():
     """Return the sorted names of generated sources."""
     return sorted(k for k, v in registry().items() if "generator" in v)

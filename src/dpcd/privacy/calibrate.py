@@ -148,7 +148,7 @@ def check_neighbouring(solver: str, relation, samplings=None) -> None:
     if solver not in PRIVATE_SAMPLING:
         return
     if samplings is None:
-        samplings = [default_sampling(solver, relation)]
+        samplings = [default_sampling(solver)]
     for sampling in [samplings] if isinstance(samplings, str) else samplings:
         resolve_relation(relation, solver, sampling)
 
@@ -159,13 +159,12 @@ PRIVATE_SAMPLING = {"dp_cd": "none", "dp_cd_p": "none", "dp_gcd": "none", "dp_sg
                     "primal_dp_scd": "none"}
 
 
-def default_sampling(solver: str, relation) -> str:
-    """The record sampling ``solver`` performs under the ``neighbouring``
-    setting ``relation`` unless configured otherwise (:data:`PRIVATE_SAMPLING`):
-    Poisson batches for dual and seqDP-SCD under every relation (seq at a
-    stated L_max, ``max_batch_size``, ``"auto"`` by default), the only
-    sampling whose θ-release is proven (docs/method/dp_scd_release.md).
-    ``relation`` is kept for callers: no default depends on it any more."""
+def default_sampling(solver: str) -> str:
+    """The record sampling ``solver`` performs unless configured otherwise
+    (:data:`PRIVATE_SAMPLING`), under every neighbouring relation: Poisson
+    batches for dual and seqDP-SCD (seq at a stated L_max, ``max_batch_size``,
+    ``"auto"`` by default), the only sampling whose θ-release is proven
+    (docs/method/dp_scd_release.md)."""
     return PRIVATE_SAMPLING[solver]
 
 
@@ -562,7 +561,7 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     clip = float(check_clip(clip))
     algorithm = {"dual": "dp_scd", "seq": "seq_dp_scd", "primal": "primal_dp_scd"}[variant]
     if sampling is None:
-        sampling = "none" if variant == "primal" else default_sampling(algorithm, relation)
+        sampling = "none" if variant == "primal" else default_sampling(algorithm)
     if variant == "primal":
         batch_size = check_positive_int(batch_size, "batch_size")
         if batch_size > p:

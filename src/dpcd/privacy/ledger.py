@@ -214,12 +214,6 @@ class Ledger:
         """Return a copy that records the train/validation ``division`` it ran on."""
         return self if division is None else dataclasses.replace(self, data_split=dict(division))
 
-    def add_caveat(self, name: str) -> "Ledger":
-        """Return a copy that also records caveat ``name`` (e.g. ``"invalid_bound"``)."""
-        if not name or "," in name:
-            raise ValueError(f"caveat name must be non-empty, no commas: {name!r}")
-        return dataclasses.replace(self, caveats=self.caveats + (name,))
-
     @classmethod
     def combine(cls, ledgers, algorithm: str | None = None) -> "Ledger":
         """Compose ledgers spent one after the other (basic composition).

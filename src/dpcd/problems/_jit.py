@@ -12,7 +12,7 @@ coordinate update costs O(n_samples):
 - squares: ``u = Xw - y`` (residuals), loss ``u_i ** 2``;
 - logistic: ``u = y * Xw`` (margins), loss ``log(1 + exp(-u_i))``.
 
-Small scalar helpers (``_prox_1d``, ``_raw_grad_*``, ``_exp``) are inlined
+Small scalar helpers (``_prox_1d``, ``_exp``) are inlined
 into the kernels at numba-IR level (``inline="always"``) so that the per-step
 cost of DP-SGD and the SIMD loops of DP-CD are not dominated by calls.
 
@@ -197,17 +197,6 @@ def _datafit_value(code, u):
         for i in range(n_samples):
             acc += _logistic_loss(u[i])
     return acc / n_samples
-
-
-@njit(inline="always", error_model="numpy")
-def _raw_grad_scalar(code, u_i, y_i):
-    """Derivative of the loss with respect to the prediction ``z_i = x_i^T w``.
-
-    squares: ``2 (z_i - y_i) = 2 u_i``; logistic: ``-y_i / (1 + exp(u_i))``.
-    """
-    if code == SQUARES:
-        return 2.0 * u_i
-    return -y_i / (1.0 + _exp(u_i))
 
 
 @njit(cache=True, fastmath=FAST, error_model="numpy")

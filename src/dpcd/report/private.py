@@ -1,4 +1,4 @@
-"""The summary's "Private tuning" section (``search: private``, issue 29).
+"""The summary's "Private tuning" section (``search: private``).
 
 A private search's table cell is the mean ± std over its selection seeds of
 the released model's error: one independent search per selection seed, each

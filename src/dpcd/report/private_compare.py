@@ -1,4 +1,4 @@
-"""Private tuning against tuning on the private data (issue 29, item 5).
+"""Private tuning against tuning on the private data: the papers' comparisons both ways.
 
 The same experiments run twice: once as the papers do (every configuration,
 the best per cell chosen on the private data, then re-run on fresh seeds:

@@ -368,7 +368,7 @@ def overhead_markdown(overhead, ingests=()):
     ])
 
 
-# --- fresh seeds (issue 14) ---------------------------------------------------
+# --- fresh seeds --------------------------------------------------------------
 FRESH = ["fresh_rel_error_mean", "fresh_rel_error_std", "test_metric_median",
          "fresh_test_metric_median", "fresh_time_mean", "fresh_time_std"]
 

@@ -80,7 +80,7 @@ def cmd_solve_private(args):
 
 
 def cmd_private_compare(args):
-    """Issue 29, item 5: a finished ``search: private`` workflow's tables beside
+    """A finished ``search: private`` workflow's tables beside
     the fresh tables of the same experiments tuned on the private data; the
     section goes into (or replaces itself in) ``--summary``, one figure per paper."""
     from pathlib import Path
@@ -141,7 +141,7 @@ def register(subparsers):
     p.add_argument("--timing", required=True)
 
     p = add_command(subparsers, "private-compare", cmd_private_compare,
-                    "private tuning beside tuning on the private data (issue 29, item 5)")
+                    "private tuning beside tuning on the private data")
     p.add_argument("--baseline", required=True,
                    help="results/tables/fresh of the workflow tuned on the private data")
     p.add_argument("--private", required=True, help="results/tables of the search: private run")

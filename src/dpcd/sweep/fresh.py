@@ -1,4 +1,4 @@
-"""Re-run the selected configurations on fresh seeds (issue 14, "honest tables").
+"""Re-run the selected configurations on fresh seeds, for unbiased tables.
 
 The best configuration of a grid, reported by its mean over the seeds it was
 selected on, is an optimistic estimate of that configuration's error (the
