@@ -1,4 +1,4 @@
-# Paths and thin wrappers over the plan (src/dpcd/plan.py) every rule uses.
+# Paths and thin wrappers over the plan (src/dpcd/plan/) every rule uses.
 import os
 
 import yaml
@@ -15,7 +15,7 @@ include: "plan.smk"
 if config["algorithms"]:  # solvers from outside dpcd: every job imports them
     os.environ.update(DPCD_ALGORITHMS=plan.algorithm_modules(config["algorithms"]))
 try:  # the jobs check again where dpcd is not importable (--sdm conda)
-    from dpcd.algorithms import check_solvers
+    from dpcd.algorithms import check_solvers, plan_facts
     from dpcd.data.registry import registry as _registry
 
     with open(
@@ -23,9 +23,10 @@ try:  # the jobs check again where dpcd is not importable (--sdm conda)
     ) as f:
         _defs = yaml.safe_load(f)["$defs"]
     _check_solvers = lambda c: check_solvers(c, _defs)  # names, grids, pairs, relation
+    _facts = plan_facts()  # step costs, private-search candidacy
 except ImportError:
-    _registry = _check_solvers = None
-PLAN = plan.Plan(config, _registry and _registry(), _check_solvers)
+    _registry = _check_solvers = _facts = None
+PLAN = plan.Plan(config, _registry and _registry(), _check_solvers, _facts)
 if workflow.is_main_process:  # once, before any job: not again in each job
     logger.info(PLAN.cost_summary())  # core-hours: 2 cores or 200?
     if PLAN.search_summary():  # search: staged, per stage
