@@ -215,6 +215,12 @@ class Plan(Costs):
         stage = "" if job.stage == "grid" else f"{job.stage}/"
         return f"results/runs/{job.experiment}/{job.solver}/{stage}chunk{job.chunk}{suffix}"
 
+    def job_paths(self, suffix, experiments=None, stage=None):
+        """The outputs ``suffix`` of the solve jobs of ``experiments`` (all by
+        default), of one stage or of all (:meth:`jobs`)."""
+        names = self.experiments if experiments is None else experiments
+        return [self.job_path(job, suffix) for name in names for job in self.jobs(name, stage)]
+
     def fresh_outputs(self):
         """The aggregate job's fresh-seed outputs (wildcard ``{experiment}``),
         none when report.fresh_seeds is 0; ``fresh_figure`` goes in the report."""
