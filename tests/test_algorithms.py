@@ -202,9 +202,9 @@ def test_entry_points_register_installed_solvers(tmp_path, monkeypatch):
 
 
 # --- imports run downward ---------------------------------------------------------
-# plan.py imports nothing of dpcd (stdlib and yaml only, tests/test_plan.py):
-# a leaf like leak.py, so the sweep reads the planner's one definition of the
-# staged lattice and of the private candidates from it (as tests/test_layers.py).
+# the plan package imports nothing of dpcd (stdlib and yaml only,
+# tests/test_plan.py): a leaf like leak.py, so the sweep reads the staged
+# lattice from its lattice module (as tests/test_layers.py).
 LAYERS = {"data": 0, "problems": 0, "privacy": 0, "leak": 0, "plan": 0, "solvers": 1,
           "algorithms": 2, "sweep": 3, "tracking": 4, "report": 4, "estimators": 5,
           "stages": 6, "cli": 6}

@@ -14,6 +14,7 @@ import yaml
 from snakemake.utils import validate
 
 from dpcd import plan
+from dpcd.algorithms import get, plan_facts
 from dpcd.data.registry import generated_sources, registry
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,7 +52,7 @@ def load(path):
 
 
 def make(config):
-    return plan.Plan(copy.deepcopy(config), registry())
+    return plan.Plan(copy.deepcopy(config), registry(), solver_facts=plan_facts())
 
 
 def test_generated_sources_match_registry():
@@ -59,12 +60,15 @@ def test_generated_sources_match_registry():
 
 
 def test_stdlib_and_yaml_only():
-    """The Snakefile loads plan.py by path in an interpreter that may lack dpcd
-    and its dependencies: it imports nothing else."""
+    """The Snakefile loads the plan package by path (workflow/rules/plan.smk) in
+    an interpreter that may lack dpcd and its dependencies: it imports nothing else."""
+    folder = os.path.dirname(plan.__file__)
     code = (
         "import sys, importlib.util\n"
-        f"spec = importlib.util.spec_from_file_location('p', {plan.__file__!r})\n"
-        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        f"spec = importlib.util.spec_from_file_location('p', {plan.__file__!r}, "
+        f"submodule_search_locations=[{folder!r}])\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules['p'] = m\n"
+        "spec.loader.exec_module(m); m.Plan\n"
         "bad = [k for k in sys.modules if k.split('.')[0] in "
         "('dpcd', 'numpy', 'numba', 'pandas', 'mlflow')]\n"
         "assert not bad, bad\n"
@@ -531,7 +535,7 @@ def test_bad_fidelity_settings_are_refused():
 
 def test_coarse_to_fine_keeps_each_full_config_small():
     """The default staged search (stride 3, refine 2, keep 3) on the paper
-    configs: the planner's estimate (2026-11-25's STEP_COST_NS) is under
+    configs: the planner's estimate (2026-11-25's step_cost_ns) is under
     2 core-hours for DP-CD and DP-GCD, a tenth of their exhaustive grids or
     less; DP-SCD's grids are a decade apart (nothing to coarsen): its screen
     runs 2 epochs of each run on the stand-in (search_fidelity), under 5 core-hours in all, a
@@ -555,7 +559,7 @@ def test_sparse_data_costs_its_non_zeros():
     p = make(config)
     entries, sparse = p.dataset_entries("dorothea")
     assert sparse and entries == registry()["dorothea"]["expected"]["nnz"]
-    assert p.step_cost_ns("dorothea", "dp_gcd_gs_q") == plan.STEP_COST_NS["sparse"]["dp_gcd"]
+    assert p.step_cost_ns("dorothea", "dp_gcd_gs_q") == get("dp_gcd").step_cost_ns["sparse"]
     assert p.dataset_entries("california") == (p.dataset_size("california"), False)
 
 

@@ -54,7 +54,7 @@ CONFIG = {
 def make(config):
     config = copy.deepcopy(config)
     validate(config, SCHEMA)
-    return plan.Plan(config)
+    return plan.Plan(config, solver_facts=algorithms.plan_facts())
 
 
 def with_setting(path, value):

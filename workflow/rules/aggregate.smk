@@ -52,11 +52,11 @@ rule aggregate:
     conda:
         "../../envs/dpcd.yaml"
     params:
-        spec=aggregate_params,
-        name=mlflow_experiment_name,
+        spec=lambda w: _json(PLAN.aggregate_spec(w.experiment)),
+        name=lambda w: config["mlflow"]["experiment_prefix"] + w.experiment,
         # another tracking store (e.g. a shared server) reruns the tracked stages
         tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
-        fresh=fresh_params,
+        fresh=lambda w: _json(PLAN.fresh_spec(w.experiment)) if PLAN.fresh_seeds else "",
     shell:
         "dpcd aggregate --experiment {wildcards.experiment} --spec {params.spec:q}"
         " --runs {input.runs} --mlflow-runs {input.mlflow_runs}"
@@ -64,5 +64,5 @@ rule aggregate:
         " --reference {input.reference} --mlflow {output.mlflow}"
         " --csv {output.csv} --md {output.md} --figure-passes {output.rel_error}"
         " --figure-time {output.rel_error_time} --figure-solution {output.solution}"
-        + (FRESH_ARGUMENTS if fresh_seeds() else "")
+        + (FRESH_ARGUMENTS if PLAN.fresh_seeds else "")
         + " 2> {log}"

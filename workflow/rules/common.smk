@@ -1,7 +1,5 @@
-# Paths and thin wrappers over the plan (src/dpcd/plan.py) every rule uses.
+# Paths and thin wrappers over the plan (src/dpcd/plan/) every rule uses.
 import os
-
-import yaml
 
 from snakemake.logging import logger
 from snakemake.utils import validate
@@ -14,31 +12,32 @@ include: "plan.smk"
 
 if config["algorithms"]:  # solvers from outside dpcd: every job imports them
     os.environ.update(DPCD_ALGORITHMS=plan.algorithm_modules(config["algorithms"]))
-try:  # the jobs check again where dpcd is not importable (--sdm conda)
-    from dpcd.algorithms import check_solvers
-    from dpcd.data.registry import registry as _registry
 
-    with open(
+
+def _dpcd_inputs():
+    """What dpcd gives the plan where it is importable here (dpcd.stages.plan)."""
+    try:
+        from dpcd.stages.plan import plan_inputs
+    except ImportError:  # --sdm conda: the jobs check again
+        return {}
+    return plan_inputs(
         os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
-    ) as f:
-        _defs = yaml.safe_load(f)["$defs"]
-    _check_solvers = lambda c: check_solvers(c, _defs)  # names, grids, pairs, relation
-except ImportError:
-    _registry = _check_solvers = None
-PLAN = plan.Plan(config, _registry and _registry(), _check_solvers)
+    )
+
+
+PLAN = plan.Plan(config, **_dpcd_inputs())
 if workflow.is_main_process:  # once, before any job: not again in each job
     logger.info(PLAN.cost_summary())  # core-hours: 2 cores or 200?
-    if PLAN.search_summary():  # search: staged, per stage
+    if PLAN.search_summary():  # per stage of a staged search
         logger.info(PLAN.search_summary())
 LAMBDA_GROUPS = PLAN.lambda_groups
 WARMUP_PRIORITY = plan.WARMUP_PRIORITY
 _json = plan.render
+final_outputs = PLAN.final_outputs
+lambda_experiments = PLAN.lambda_experiments
 
-# Jobs inherit these: one project-local numba cache (filled once by
-# warmup_numba), one calibration cache (each distinct noise calibration is
-# computed once per workflow, by whichever job asks first; see
-# dpcd.privacy.cache) and the tracking URI (MLFLOW_TRACKING_URI wins when
-# exported).
+# Jobs inherit one project-local numba cache (filled once by warmup_numba), one
+# calibration cache (dpcd.privacy.cache) and the tracking URI (exported wins).
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.abspath("results/.numba_cache"))
 os.environ.setdefault("DPCD_CALIBRATION_CACHE", os.path.abspath("results/calibration"))
 os.environ.setdefault("MLFLOW_TRACKING_URI", config["mlflow"]["tracking_uri"])
@@ -55,101 +54,94 @@ wildcard_constraints:
     after="screen|refine|promote",
 
 
-def processed_path(wildcards):
-    """The preprocessed dataset an experiment optimises on."""
-    exp = PLAN.experiment(wildcards.experiment)
+def optional(path):
+    """An input that may be absent: [path], or [] for a null setting."""
+    return [path] if path else []
+
+
+# Inputs and params per job, from the plan. Params read only the settings their
+# stage reads, so that Snakemake reruns exactly the stages downstream of an edit.
+def processed_path(w):
+    exp = PLAN.experiment(w.experiment)
     return f"results/data/processed/{exp['dataset']}/{exp['variant']}.npz"
 
 
-def smoothness_path(wildcards):
-    """Exact smoothness constants of an experiment's dataset and loss."""
-    exp = PLAN.experiment(wildcards.experiment)
-    return (
-        f"results/smoothness/{exp['dataset']}/{exp['variant']}/"
-        f"{exp['problem']['loss']}.json"
-    )
+def smoothness_path(w):
+    exp = PLAN.experiment(w.experiment)
+    return f"results/smoothness/{exp['dataset']}/{exp['variant']}/{exp['problem']['loss']}.json"
 
 
-def private_smoothness_inputs(wildcards):
+def private_smoothness_inputs(w):
     """The private smoothness estimate, only for solvers that use one."""
-    if PLAN.uses_private_smoothness(wildcards.experiment, wildcards.solver):
-        return f"results/smoothness/private/{wildcards.experiment}.json"
+    if PLAN.uses_private_smoothness(w.experiment, w.solver):
+        return f"results/smoothness/private/{w.experiment}.json"
     return []
 
 
-# Per job, from the plan. Params read only the settings their stage reads, so
-# that Snakemake reruns exactly the stages downstream of an edit.
-sweep_priority = lambda w: PLAN.priority(w.experiment)
-problem_params = lambda w: _json(PLAN.experiment(w.experiment)["problem"])
-private_smoothness_params = lambda w: _json(PLAN.private_smoothness_spec(w.experiment))
-solve_params = lambda w: _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
-select_params = lambda w: _json(PLAN.select_spec(w.experiment, w.after))
-_stage = lambda w: w.stage[:-1] or "grid"  # "screen/" -> "screen"
-selection_input = lambda w: _optional(PLAN.selection_input(w.experiment, _stage(w)))
-aggregate_params = lambda w: _json(PLAN.aggregate_spec(w.experiment))
-mlflow_experiment_name = lambda w: config["mlflow"]["experiment_prefix"] + w.experiment
-fresh_params = lambda w: _json(PLAN.fresh_spec(w.experiment)) if fresh_seeds() else ""
+def sweep_priority(w):
+    return PLAN.priority(w.experiment)
 
 
-# Lists the rules read (the plan builds them). Fresh-seed re-evaluation
-# (report.fresh_seeds) runs in the experiment's aggregate job; the lambda table
-# exists when some experiment has an alpha_grid.
-fresh_seeds = lambda: PLAN.fresh_seeds
-lambda_experiments = PLAN.lambda_experiments
-lambda_fresh_tables = lambda: fresh_tables(PLAN.lambda_experiments())
-lambda_outputs = lambda: _optional(
-    LAMBDA_GROUPS and "results/tables/lambda/sensitivity.csv"
-)
-final_outputs = PLAN.final_outputs
-paper_figures = lambda: config["report"].get("figures") or {}
-published_input = lambda: _optional(config["report"]["published"])
-paper_published_input = lambda: _optional(config["report"].get("published_figures"))
-_optional = lambda path: [path] if path else []
-fresh_outputs = lambda: {  # the aggregate job's, none when report.fresh_seeds is 0
-    name: _fresh_figure(path) if name == "fresh_figure" else path
-    for name, path in PLAN.fresh_outputs().items()
-}
-_fresh_figure = lambda path: report(
-    path, caption="../report/rel_error_fresh.rst", category="Fresh seeds"
-)
+def problem_params(w):
+    return _json(PLAN.experiment(w.experiment)["problem"])
+
+
+def _stage(w):
+    return w.stage[:-1] or "grid"  # "screen/" -> "screen"
+
+
+def solve_params(w):
+    return _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
+
+
+def selection_input(w):
+    return optional(PLAN.selection_input(w.experiment, _stage(w)))
+
+
+def chunk_results(w, suffix=".parquet", stage="final"):
+    """Result files of one experiment's stage (default: the tables' stage)."""
+    return PLAN.job_paths(suffix, [w.experiment], stage)
+
+
+def selected_results(w):
+    """What a select job reads: the tables of the stages it ranks together."""
+    stages = PLAN.select_inputs(w.experiment, w.after)
+    return [path for stage in stages for path in chunk_results(w, stage=stage)]
+
+
+def chunk_mlflow_runs(w):
+    """Every solve job's MLflow runs file of one experiment, of every stage."""
+    return chunk_results(w, ".mlflow.jsonl.gz", stage=None)
+
+
+# Lists the rules read. Fresh-seed re-evaluation (report.fresh_seeds) runs in
+# the experiment's aggregate job; the lambda table exists when some experiment
+# has an alpha_grid; the paper figures when report.figures is set.
+def fresh_outputs():
+    """The aggregate job's fresh-seed outputs, none when report.fresh_seeds is 0."""
+    outputs = PLAN.fresh_outputs()
+    if outputs:
+        caption, category = "../report/rel_error_fresh.rst", "Fresh seeds"
+        outputs["fresh_figure"] = report(
+            outputs["fresh_figure"], caption=caption, category=category
+        )
+    return outputs
 
 
 def fresh_tables(names=None):
     """Experiments' fresh tables (all by default), none when report.fresh_seeds is 0."""
     names = PLAN.experiments if names is None else names
-    return [f"results/tables/fresh/{name}.csv" for name in names if fresh_seeds()]
+    return [f"results/tables/fresh/{name}.csv" for name in names if PLAN.fresh_seeds]
 
 
-def chunk_results(wildcards, suffix=".parquet", stage="final"):
-    """Result files of one experiment's stage (default: the tables' stage)."""
-    jobs = PLAN.jobs(wildcards.experiment, stage)
-    return [PLAN.job_path(job, suffix) for job in jobs]
+def lambda_outputs():
+    return optional(LAMBDA_GROUPS and "results/tables/lambda/sensitivity.csv")
 
 
-def selected_results(wildcards):
-    """What a select job of a staged search reads: the tables of the stages
-    it ranks together (screen and refine; the promote's alone)."""
-    return [
-        path
-        for stage in PLAN.select_inputs(wildcards.experiment, wildcards.after)
-        for path in chunk_results(wildcards, stage=stage)
-    ]
+def paper_figures():
+    return config["report"].get("figures") or {}
 
 
-def chunk_mlflow_runs(wildcards):
-    """Every solve job's MLflow runs file of one experiment, of every stage."""
-    return chunk_results(wildcards, ".mlflow.jsonl.gz", stage=None)
-
-
-def solve_timings():
-    """Every solve job's overhead ledger, of every experiment."""
-    return [PLAN.job_path(job, ".timing.json") for job in PLAN.jobs()]
-
-
-def paper_figure_runs(wildcards):
+def paper_figure_runs(w):
     """Solve tables of the experiments the figures draw from (curves, grids)."""
-    return [
-        PLAN.job_path(job, ".parquet")
-        for name in PLAN.paper_figure_experiments()
-        for job in PLAN.jobs(name, "final")
-    ]
+    return PLAN.job_paths(".parquet", PLAN.paper_figure_experiments(), "final")

@@ -1,4 +1,4 @@
-# search: private (issue 29): one solve job per solver entry and selection seed
+# search: private: one solve job per solver entry and selection seed
 # (chunk k = selection seed k) runs the private searches of every epsilon and
 # passes: K candidates drawn from the grid, each a private run with a noisy
 # score, the best released under repeat-and-select accounting. Its table holds
@@ -32,7 +32,7 @@ rule solve_private:
         " --out {output.runs} --timing {output.timing} 2> {log}"
 
 
-# report.private_baseline (issue 29, item 5): the released models beside the
+# report.private_baseline: the released models beside the
 # same experiments tuned on the data in another working directory (its fresh
 # tables and runs): the paired cells, which conclusions survive, one figure per
 # paper, and the section the summary appends.

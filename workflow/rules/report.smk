@@ -9,7 +9,7 @@ rule paper_report:
             "results/tables/{experiment}.csv", experiment=sorted(config["experiments"])
         ),
         runs=paper_figure_runs,
-        published=paper_published_input(),
+        published=optional(config["report"].get("published_figures")),
     output:
         md="results/paper/report.md",
         figures=[f"results/paper/{name}.png" for name in sorted(paper_figures())],

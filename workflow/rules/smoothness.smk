@@ -28,7 +28,7 @@ rule private_smoothness:
     conda:
         "../../envs/dpcd.yaml"
     params:
-        spec=private_smoothness_params,
+        spec=lambda w: _json(PLAN.private_smoothness_spec(w.experiment)),
     shell:
         "dpcd private-smoothness --data {input}"
         " --spec {params.spec:q} --out {output} 2> {log}"

@@ -102,6 +102,6 @@ rule select:
     conda:
         "../../envs/dpcd.yaml"
     params:
-        spec=select_params,
+        spec=lambda w: _json(PLAN.select_spec(w.experiment, w.after)),
     shell:
         "dpcd select --spec {params.spec:q} --runs {input.runs} --out {output} 2> {log}"

@@ -9,7 +9,7 @@ rule lambda_table:
         tables=expand(
             "results/tables/{experiment}.csv", experiment=lambda_experiments()
         ),
-        fresh=lambda_fresh_tables(),
+        fresh=fresh_tables(lambda_experiments()),
         references=expand(
             "results/reference/{experiment}.json", experiment=lambda_experiments()
         ),
@@ -45,8 +45,8 @@ rule summary:
         tables=expand(
             "results/tables/{experiment}.csv", experiment=sorted(config["experiments"])
         ),
-        published=published_input(),
-        timings=solve_timings(),
+        published=optional(config["report"]["published"]),
+        timings=PLAN.job_paths(".timing.json"),
         ingests=expand(
             "results/mlflow/{experiment}.json",
             experiment=sorted(config["experiments"]),

@@ -21,15 +21,29 @@ from dpcd.algorithms.base import (
     positive_int,
     positive_number,
 )
-from dpcd.algorithms.registry import ENTRY_POINTS, ENV, get, load, names, register, warmup
+from dpcd.algorithms.registry import (
+    ENTRY_POINTS,
+    ENV,
+    get,
+    load,
+    names,
+    plan_facts,
+    register,
+    warmup,
+)
 from dpcd.algorithms.registry import _register_builtin
 from dpcd.algorithms.schema import check_entry, check_solvers, solvers_schema, variant_schema
 
 # the estimators list the private ones in this order
-for _spec in (dp_cd.SPEC, dp_cd_p.SPEC, dp_gcd.SPEC, dp_sgd.SPEC, *dp_scd.SPECS,
-              cd.SPEC, scd.SPEC, sgd.SPEC):
+_BUILTIN_SPECS = (dp_cd.SPEC, dp_cd_p.SPEC, dp_gcd.SPEC, dp_sgd.SPEC, *dp_scd.SPECS,
+                  cd.SPEC, scd.SPEC, sgd.SPEC)
+for _spec in _BUILTIN_SPECS:
     _register_builtin(_spec)
 
+# The built-in solvers whose runs can be private-search candidates, and why
+# the refused private ones cannot (read from their specs).
+PRIVATE_CANDIDATES = tuple(sorted(s.name for s in _BUILTIN_SPECS if s.private_candidate))
+PRIVATE_REFUSED = {s.name: s.private_refusal for s in _BUILTIN_SPECS if s.private_refusal}
 
 
 def table_hyperparameters():
@@ -45,6 +59,7 @@ def table_hyperparameters():
     return tuple(columns)
 
 __all__ = ["Algorithm", "BATCH_SIZE", "Budget", "CLIP", "ENTRY_POINTS", "ENV", "GRID",
-           "Hyperparameter", "INT_GRID", "STEP", "check_entry", "check_solvers", "choice",
-           "get", "load", "names", "positive_int", "positive_number", "register",
-           "solvers_schema", "table_hyperparameters", "variant_schema", "warmup"]
+           "Hyperparameter", "INT_GRID", "PRIVATE_CANDIDATES", "PRIVATE_REFUSED", "STEP",
+           "check_entry", "check_solvers", "choice", "get", "load", "names", "plan_facts",
+           "positive_int", "positive_number", "register", "solvers_schema",
+           "table_hyperparameters", "variant_schema", "warmup"]

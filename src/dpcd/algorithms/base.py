@@ -181,6 +181,20 @@ class Algorithm:
         (DP-GCD): refused unless asked for as ``"paper_invalid_bound"``.
     schema : dict, optional
         Extra keywords of its config-schema entry (``if``/``then``).
+    step_cost_ns : dict, optional
+        Measured ns of one pass over one data entry (a record x a feature, or
+        a non-zero of a sparse dataset), ``{"dense": ns, "sparse": ns}``
+        (either optional): the workflow planner's cost model (unmeasured: the
+        slowest measured solver's). ``python bench/bench_cost_model.py``
+        (2026-11-25, the slowest loss of the paper configs, one core of the
+        2-core development machine under load, so on the high side; sparse:
+        dorothea's shape, whose noise is drawn per feature).
+    private_candidate : bool
+        Whether its runs can be candidates of the workflow's private search
+        (``search: private``: an RDP account of its release that
+        repeat-and-select composes).
+    private_refusal : str, optional
+        Why a private solver cannot be a candidate, for the error message.
     """
 
     name: str
@@ -202,6 +216,9 @@ class Algorithm:
     record_norm: Optional[str] = None
     paper_bound_invalid: bool = False
     schema: dict = field(default_factory=dict)
+    step_cost_ns: dict = field(default_factory=dict)
+    private_candidate: bool = False
+    private_refusal: Optional[str] = None
 
     def hyperparameter(self, name):
         """The :class:`Hyperparameter` ``name`` (KeyError if it has none)."""

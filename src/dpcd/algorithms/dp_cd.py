@@ -63,5 +63,7 @@ SPEC = Algorithm(
     required=("step", "clip"),
     losses=("squares", "logistic"),
     family="dp_cd",
+    step_cost_ns={"dense": 1.47, "sparse": 43.9},
+    private_candidate=True,
     relative_clip=True,
 )

@@ -85,6 +85,10 @@ SPEC = Algorithm(
     required=("step", "clip"),
     losses=("squares", "logistic"),
     family="dp_cd",
+    step_cost_ns={"dense": 1.85},
+    # each candidate releases its own smoothness estimate, composed into its
+    # event (dpcd.sweep.candidate), not the per-seed estimate of the grid runs
+    private_candidate=True,
     relative_clip=True,
     smoothness="private",
 )

@@ -83,11 +83,14 @@ def _spec(name, variant, description, **kw):
 
 
 DUAL = _spec("dp_scd", "dual", "Dual mini-batch DP-SCD (Damaskinos et al. 2021, "
-             "Algorithm 1); clip = C, batch_size = L.")
+             "Algorithm 1); clip = C, batch_size = L.",
+             step_cost_ns={"dense": 7.7}, private_candidate=True)
 SEQ = _spec("seq_dp_scd", "seq", (
     "seqDP-SCD (Algorithm 3, sequential updates within the batch). Lemma 5's noise "
     "grows with the batch drawn: Poisson batches are calibrated at max_batch_size (auto "
-    "by default)."))
+    "by default)."), step_cost_ns={"dense": 9.4},
+    private_refusal="its Poisson batches are calibrated at a max_batch_size whose tail is "
+    "charged to delta, which repeat-and-select does not account")
 PRIMAL = _spec("primal_dp_scd", "primal", "Primal DP-SCD (Algorithm 2, Appendix B).",
-               losses=("squares", "logistic"))
+               losses=("squares", "logistic"), private_candidate=True)
 SPECS = (DUAL, SEQ, PRIMAL)

@@ -78,6 +78,8 @@ SPEC = Algorithm(
     hyperparameters=(STEP, CLIP, BATCH_SIZE),
     required=("step", "clip"),
     family="dp_sgd",
+    step_cost_ns={"dense": 5.1, "sparse": 176},
+    private_candidate=True,
     check=check,
     smoothness="global",
 )

@@ -120,6 +120,17 @@ def names(private=None, builtin=None):
                  and (builtin is None or (name in _BUILTIN) == builtin))
 
 
+def plan_facts():
+    """What the workflow planner (``dpcd.plan``, which imports no dpcd) reads
+    of every registered algorithm: name -> ``step_cost_ns``,
+    ``private_candidate`` and ``private_refusal``, plain data."""
+    load()
+    return {name: {"step_cost_ns": dict(spec.step_cost_ns),
+                   "private_candidate": spec.private_candidate,
+                   "private_refusal": spec.private_refusal}
+            for name, spec in _SPECS.items()}
+
+
 def warmup(names_or_families=None):
     """Compile (or load from the numba cache) the kernels of solvers or kernel
     families: built-in families through :func:`dpcd.solvers.warmup.warmup`, an

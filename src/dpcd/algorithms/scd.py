@@ -19,5 +19,6 @@ SPEC = Algorithm(
     private=False,
     penalties=("l2",),
     family="dp_scd",
+    step_cost_ns={"dense": 8.03},
     smoothness=None,
 )

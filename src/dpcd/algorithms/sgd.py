@@ -29,5 +29,6 @@ SPEC = Algorithm(
     required=("step",),
     private=False,
     family="dp_sgd",
+    step_cost_ns={"dense": 5.82},
     smoothness=None,
 )

@@ -4,7 +4,8 @@ One module per rule file of ``workflow/rules/`` (the data stage's is
 :mod:`dpcd.data.cli`), each exposing ``register(subparsers)``. Each
 subcommand is what one Snakemake rule runs: read the rule's inputs and
 params, call the library, write the rule's outputs atomically (a failed job
-leaves nothing Snakemake could take as done).
+leaves nothing Snakemake could take as done). :mod:`dpcd.stages.plan` is
+what the planner (workflow/rules/plan.smk, common.smk) is given, no subcommand.
 """
 
 import importlib

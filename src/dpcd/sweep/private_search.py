@@ -50,9 +50,8 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 
 from dpcd import algorithms
-from dpcd.algorithms import Budget
+from dpcd.algorithms import PRIVATE_CANDIDATES, PRIVATE_REFUSED, Budget
 from dpcd.leak import PrivacyLeakWarning
-from dpcd.plan import PRIVATE_CANDIDATES, PRIVATE_REFUSED
 from dpcd.privacy import calibrate as cal_mod
 from dpcd.privacy import selection
 from dpcd.privacy.ledger import Ledger

@@ -9,7 +9,7 @@ import pandas as pd
 
 from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
-from dpcd.plan import prefix_passes
+from dpcd.plan.lattice import prefix_passes
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
 from dpcd.sweep import search

@@ -15,7 +15,7 @@ A spec names its stage, its ``stride`` and the selection CSV it reads
 
 import csv
 
-from dpcd.plan import axis_stride, coarse_indices
+from dpcd.plan.lattice import axis_stride, coarse_indices
 from dpcd.sweep.grid import config_id, expand_grid
 
 

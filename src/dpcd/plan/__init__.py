@@ -1,0 +1,35 @@
+"""Workflow planning: what the Snakemake rules run, as plain data.
+
+Standard library and yaml only, so Snakemake's own interpreter plans the same
+jobs whether or not the rest of ``dpcd`` is importable there (``--sdm
+conda``; workflow/rules/plan.smk loads this package by path). It knows no
+solver: a solver entry is ``{solver: name, <hyperparameter grids>...}``, and
+what the planner reads of a solver's spec (its measured step cost, its
+private-search candidacy) comes in as ``solver_facts``.
+
+Modules, each importing only those before it: :mod:`.lattice` (the staged
+search's lattice arithmetic, which the sweep reads too), :mod:`.config`
+(solver entries, data params, rendering), :mod:`.search` and one module per
+search mode (:mod:`.grid`, :mod:`.staged`, :mod:`.private`), :mod:`.cost`,
+:mod:`.checks`, and :mod:`.jobs` (the :class:`Plan`).
+"""
+
+from .config import (
+    GENERATED_SOURCES,
+    algorithm_modules,
+    data_spec,
+    expand_lambda_grids,
+    raw_path,
+    render,
+    solver_entry,
+)
+from .cost import Cost
+from .jobs import PRIVATE_SMOOTHNESS_SOLVER, SEARCHES, WARMUP_PRIORITY, Job, Plan
+from .lattice import LATTICE_DECADES, axis_stride, coarse_indices, grid_size, prefix_passes
+from .private import PRIVATE_DEFAULTS, PRIVATE_DISTRIBUTIONS
+
+__all__ = ["Cost", "GENERATED_SOURCES", "Job", "LATTICE_DECADES", "PRIVATE_DEFAULTS",
+           "PRIVATE_DISTRIBUTIONS", "PRIVATE_SMOOTHNESS_SOLVER", "Plan", "SEARCHES",
+           "WARMUP_PRIORITY", "algorithm_modules", "axis_stride", "coarse_indices",
+           "data_spec", "expand_lambda_grids", "grid_size", "prefix_passes", "raw_path",
+           "render", "solver_entry"]

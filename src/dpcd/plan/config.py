@@ -1,0 +1,100 @@
+"""Reading the configuration: solver entries, the alpha_grid expansion, the
+data stages' params, and the one JSON rendering of every params string."""
+
+import copy
+import json
+import os
+
+# Registry entries generated from a seed rather than downloaded
+# (tests/test_plan.py checks this matches dpcd.data.registry).
+GENERATED_SOURCES = (
+    "log1",
+    "log2",
+    "mtp_standin",
+    "sparse_binary",
+    "sparse_lasso",
+    "yearpredictionmsd_standin",
+)
+
+
+def render(obj):
+    """Deterministic JSON for params: Snakemake compares params as strings."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def expand_lambda_grids(experiments):
+    """Expand each experiment's ``alpha_grid`` into experiments of their own.
+
+    Parameters
+    ----------
+    experiments : dict
+        The config's experiments (not modified).
+
+    Returns
+    -------
+    experiments : dict
+        The same experiments without ``alpha_grid``, followed by
+        ``<name>_lam<k>``: ``<name>`` at the k-th strength.
+    groups : dict
+        ``<name>_lam<k>`` -> ``{"base": name, "alpha" or "lambda_max_fraction": value}``.
+    """
+    experiments = copy.deepcopy(experiments)
+    groups = {}
+    for name in sorted(experiments):
+        grid = experiments[name].pop("alpha_grid", None)
+        if not grid:
+            continue
+        ((key, values),) = grid.items()
+        setting = "alpha" if key == "alphas" else "lambda_max_fraction"
+        for k, value in enumerate(values):
+            new = f"{name}_lam{k}"
+            if new in experiments:
+                raise ValueError(
+                    f"config: experiments.{name}.alpha_grid: {new!r} is already an experiment"
+                )
+            exp = copy.deepcopy(experiments[name])
+            exp["problem"][setting] = float(value)
+            experiments[new] = exp
+            groups[new] = {"base": name, setting: float(value)}
+    return experiments, groups
+
+
+def algorithm_modules(modules):
+    """``DPCD_ALGORITHMS`` for the config's ``algorithms`` (solvers from outside
+    dpcd, which every job imports): ``.py`` paths made absolute, joined by
+    ``os.pathsep``."""
+    return os.pathsep.join(os.path.abspath(m) if m.endswith(".py") else m for m in modules)
+
+
+def solver_entry(exp, name):
+    """(solver, grid, passes) of solver entry ``name`` of experiment ``exp``.
+
+    An entry is a solver's own name or a named variant ``{solver: dp_gcd,
+    rule: gs_q, ...}``; an entry's ``passes`` replaces the experiment's.
+    """
+    entry = dict(exp["solvers"][name])
+    solver = entry.pop("solver", name)
+    passes = entry.pop("passes", exp["passes"])
+    return solver, entry, passes
+
+
+def data_spec(datasets, key, stage):
+    """The params of data stage ``stage`` (generate, download, preprocess) for
+    dataset ``key``: only the settings that stage reads."""
+    if key not in datasets:
+        raise ValueError(f"unknown dataset key {key!r}; configured: {sorted(datasets)}")
+    dataset = datasets[key]
+    reads = {
+        "generate": {"params": dataset.get("params") or {}},
+        "download": {},
+        "preprocess": {"split_seed": dataset.get("split_seed", 0)},
+    }
+    return {"source": dataset["source"], **reads[stage]}
+
+
+def raw_path(datasets, key):
+    """The raw stage's output for a dataset: generated file or download manifest."""
+    spec = data_spec(datasets, key, "download")
+    if spec["source"] in GENERATED_SOURCES:
+        return f"results/data/raw/{key}/generated.npz"
+    return f"results/data/raw/{key}/manifest.json"

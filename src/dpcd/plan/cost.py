@@ -1,0 +1,167 @@
+"""The cost model: core-hours of each solve job from measured kernel costs,
+the chunks that keep a job within ``chunk_core_hours``, priorities, and the
+estimate logged before any solver starts.
+
+A solver's measured cost of one pass over one data entry (a record x a
+feature, or a non-zero of a sparse dataset) comes from its algorithm spec
+(``step_cost_ns``) through the plan's solver facts.
+"""
+
+import math
+from collections import namedtuple
+
+from .config import solver_entry
+from .lattice import grid_size
+
+#: A solve job's estimated cost: core-hours of the job (``job``) and of its
+#: solver's whole sweep in that stage (``sweep``), and its number of chunks.
+Cost = namedtuple("Cost", "job sweep chunks")
+
+# ns per entry-pass of a kernel without a measured cost when the plan has no
+# solver facts at all (dpcd not importable where Snakemake runs): the slowest
+# built-in kernel's (bench/bench_cost_model.py), so chunk_core_hours still bounds
+# every job, on the high side.
+UNMEASURED_NS = {"dense": 9.4, "sparse": 176}
+
+
+class Costs:
+    """The cost methods of :class:`dpcd.plan.Plan` (which gives ``config``,
+    ``registry``, ``solver_facts``, ``searches``, :meth:`experiment` and
+    :meth:`jobs`)."""
+
+    def dataset_size(self, name):
+        """n x p from the config's generator params or the registry (1 if unknown)."""
+        dataset = self.config["datasets"][name]
+        entry = (self.registry or {}).get(dataset["source"], {})
+        shape = {
+            **entry.get("expected", {}),
+            **entry.get("defaults", {}),
+            **(dataset.get("params") or {}),
+        }
+        return shape.get("n_samples", 1) * shape.get("n_features", 1)
+
+    def priority(self, experiment):
+        """log10 of the sweep's size (n x p x passes summed over its solvers):
+        on few cores the longest chains start first and the short ones fill
+        the end instead of the long ones running alone after the rest."""
+        exp = self.experiment(experiment)
+        passes = sum(sum(solver_entry(exp, name)[2]) for name in sorted(exp["solvers"]))
+        return math.log10(self.dataset_size(exp["dataset"]) * max(passes, 1))
+
+    def dataset_entries(self, name):
+        """(entries one pass reads, sparse?): the registry's ``nnz`` when it
+        gives one (a sparse dataset), else n x p."""
+        dataset = self.config["datasets"][name]
+        entry = (self.registry or {}).get(dataset["source"], {})
+        nnz = entry.get("expected", {}).get("nnz")
+        return (nnz, True) if nnz else (self.dataset_size(name), False)
+
+    def step_cost_ns(self, experiment, solver):
+        """ns per entry-pass of a solver entry on its experiment's dataset (a
+        solver without a measured cost: the slowest measured one)."""
+        exp = self.experiment(experiment)
+        density = "sparse" if self.dataset_entries(exp["dataset"])[1] else "dense"
+        measured = {name: fact["step_cost_ns"][density]
+                    for name, fact in (self.solver_facts or {}).items()
+                    if density in (fact.get("step_cost_ns") or {})}
+        slowest = max(measured.values(), default=UNMEASURED_NS[density])
+        return measured.get(solver_entry(exp, solver)[0], slowest)
+
+    def config_passes(self, experiment, solver, stage="grid"):
+        """The passes of each configuration the stage runs, in the sweep's
+        order (epsilon, passes, then the grid's axes: dpcd.sweep.grid), the
+        staged confirm's as ``search_keep`` per (epsilon, passes)."""
+        exp, search = self.experiment(experiment), self.searches[experiment]
+        _, grid, passes = solver_entry(exp, solver)
+        rest = search.configurations(solver, stage, grid_size(grid))
+        return self._per_configuration(exp, search.passes(stage, passes), rest)
+
+    @staticmethod
+    def _per_configuration(exp, passes, rest):
+        eps = exp["privacy"]["epsilon"]
+        n_eps = len(eps) if isinstance(eps, (list, tuple)) else 1
+        return [k for _ in range(n_eps) for k in passes for _ in range(rest)]
+
+    def _hours(self, experiment, solver, stage, passes, seeds=None):
+        """Core-hours of configurations with these passes, on the stage's seeds."""
+        exp = self.experiment(experiment)
+        if seeds is None:
+            seeds = self.searches[experiment].seeds(stage)
+        entries, _ = self.dataset_entries(exp["dataset"])
+        ns = self.step_cost_ns(experiment, solver) * entries * seeds * sum(passes)
+        return ns / 3.6e12
+
+    def _largest_chunk(self, experiment, solver, stage, chunks):
+        passes = self.config_passes(experiment, solver, stage)
+        return max(
+            (self._hours(experiment, solver, stage, passes[k::chunks]) for k in range(chunks)),
+            default=0.0,  # a refine without jobs
+        )
+
+    def chunks(self, experiment, solver, stage="grid"):
+        """Solve jobs of one solver's sweep: the experiment's ``chunks``, or with
+        ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.grid cuts
+        them) that no job's estimate exceeds it; never more chunks than
+        configurations for the bound (a configuration's seeds run in one job)."""
+        n_configs = len(self.config_passes(experiment, solver, stage))
+        chunks, sized = self.searches[experiment].chunks(stage, n_configs)
+        bound = self.config.get("chunk_core_hours")
+        if not sized or not bound:
+            return chunks
+        while chunks < n_configs:
+            largest = self._largest_chunk(experiment, solver, stage, chunks)
+            if largest <= bound:
+                break
+            chunks = min(n_configs, max(chunks + 1, math.ceil(chunks * largest / bound)))
+        return chunks
+
+    def cost(self, experiment, solver, stage="grid"):
+        """The estimated :class:`Cost` of one solver's sweep in one stage."""
+        chunks = self.chunks(experiment, solver, stage)
+        passes = self.config_passes(experiment, solver, stage)
+        return Cost(
+            job=self._largest_chunk(experiment, solver, stage, chunks),
+            sweep=self._hours(experiment, solver, stage, passes),
+            chunks=chunks,
+        )
+
+    def fresh_hours(self, experiment):
+        """Core-hours of an experiment's fresh-seed re-runs (its aggregate
+        job): each solver's selected configuration per (epsilon, passes) on
+        ``report.fresh_seeds`` seeds; none for a search that releases its own
+        selection (``search: private``)."""
+        if not self.fresh_seeds or not self.searches[experiment].fresh:
+            return 0.0
+        exp = self.experiment(experiment)
+        return sum(self._hours(experiment, solver, "fresh",
+                               self._per_configuration(exp, solver_entry(exp, solver)[2], 1),
+                               seeds=self.fresh_seeds)
+                   for solver in exp["solvers"])
+
+    def cost_summary(self):
+        """The estimate the workflow logs before any solver starts: core-hours
+        of every solve job together and of the largest one."""
+        costs = {
+            (name, solver, stage): self.cost(name, solver, stage)
+            for name in self.experiments
+            for stage in self.stages(name)
+            for solver in sorted(self.experiment(name)["solvers"])
+        }
+        total = sum(c.sweep for c in costs.values())
+        (name, solver, stage), top = max(costs.items(), key=lambda kv: kv[1].job)
+        bound = self.config.get("chunk_core_hours")
+        sizing = f"chunk_core_hours: {bound}" if bound else "chunks as configured"
+        fresh = sum(self.fresh_hours(name) for name in self.experiments)
+        measured = ("measured kernel costs per step (the algorithm specs' step_cost_ns"
+                    if self.solver_facts is not None else
+                    "the slowest measured kernel cost for every solver (dpcd not "
+                    "importable here")
+        return (
+            f"dpcd: estimated solve cost {total:.3g} core-hours in "
+            f"{len(self.jobs())} solve jobs ({sizing}); largest job "
+            f"{top.job:.3g} core-hours ({name}/{solver}, {stage}, "
+            f"{top.chunks} chunks); from {measured}; the staged confirm as search_keep "
+            f"per epsilon and passes, the refine at its most)"
+            + (f"; and {fresh:.3g} core-hours of fresh-seed re-runs in the "
+               f"aggregate jobs (report.fresh_seeds: {self.fresh_seeds})" if fresh else "")
+        )

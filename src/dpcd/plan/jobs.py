@@ -1,0 +1,291 @@
+"""The plan of one configuration (:class:`Plan`): the solve jobs, their
+specs (the rules' params) and paths, and the workflow's outputs.
+
+The solve specs are the solve rule's params: Snakemake reruns a job when its
+params string changes, so these strings are a contract with every finished
+workdir.
+"""
+
+from collections import namedtuple
+
+from .checks import check_plan
+from .config import expand_lambda_grids, solver_entry
+from .cost import Costs
+from .grid import Grid
+from .private import Private, private_compare_inputs
+from .staged import Staged
+
+#: The search modes, by their config value (``experiments.<name>.search``).
+SEARCHES = {search.mode: search for search in (Grid, Staged, Private)}
+
+# Warm-up jobs gate every solver job: they go first.
+WARMUP_PRIORITY = 100
+
+# The solver whose jobs also read the experiment's private smoothness estimate
+# (it routes the job graph, which must be planned without dpcd).
+PRIVATE_SMOOTHNESS_SOLVER = "dp_cd_p"
+
+#: One solve job: ``stage`` is one of its experiment's search's stages.
+Job = namedtuple("Job", "experiment solver stage chunk")
+
+
+class Plan(Costs):
+    """The workflow's plan for one configuration.
+
+    Parameters
+    ----------
+    config : dict
+        The validated configuration (schema defaults filled in). Its
+        experiments are replaced by their ``alpha_grid`` expansion.
+    registry : dict, optional
+        ``dpcd.data.registry.registry()``, when importable: checks dataset
+        sources and gives dataset shapes for priorities.
+    check_solvers : callable, optional
+        ``check_solvers(config)``, when dpcd is importable: every solver entry
+        checked against its algorithm's spec (``dpcd.algorithms.check_solvers``:
+        name, grid, (loss, penalty), neighbouring relation).
+    solver_facts : dict, optional
+        Solver name -> what the planner reads of its algorithm spec
+        (``dpcd.algorithms.plan_facts()``, when importable): ``step_cost_ns``
+        (``{"dense": ns, "sparse": ns}``, either optional), ``private_candidate``
+        and ``private_refusal``. Without it the cost model prices every solver
+        at the slowest built-in kernel's cost and private-search candidacy is
+        left to the jobs.
+    """
+
+    def __init__(self, config, registry=None, check_solvers=None, solver_facts=None):
+        self.config = config
+        config["experiments"], self.lambda_groups = expand_lambda_grids(
+            config["experiments"]
+        )
+        if config.get("search"):  # one setting for the whole run (profiles, --config)
+            for exp in config["experiments"].values():
+                exp["search"] = config["search"]
+        self.registry = registry
+        self.solver_facts = solver_facts
+        check_plan(self, SEARCHES, check_solvers)
+        self.searches = {name: SEARCHES[exp.get("search", "grid")](self, name)
+                         for name, exp in config["experiments"].items()}
+
+    # -- experiments -------------------------------------------------------
+    def experiment(self, name):
+        """The experiment's config entry, its dataset checked."""
+        config = self.config
+        exp = config["experiments"][name]
+        if exp["dataset"] not in config["datasets"]:
+            raise ValueError(
+                f"config: experiments.{name}.dataset: unknown dataset "
+                f"{exp['dataset']!r}; known: {sorted(config['datasets'])}"
+            )
+        return exp
+
+    @property
+    def experiments(self):
+        """Experiment names, sorted."""
+        return sorted(self.config["experiments"])
+
+    def search(self, experiment):
+        """The experiment's search mode (``grid``, ``staged``, ``private``)."""
+        return self.searches[experiment].mode
+
+    def experiments_of(self, mode):
+        """The experiments searched by ``mode``, sorted."""
+        return [name for name in self.experiments if self.search(name) == mode]
+
+    def stages(self, experiment):
+        """The experiment's solve stages, in order."""
+        return self.searches[experiment].stages()
+
+    def final_stage(self, experiment):
+        """The stage whose runs make the experiment's tables."""
+        return self.stages(experiment)[-1]
+
+    @property
+    def fresh_seeds(self):
+        return self.config["report"]["fresh_seeds"]
+
+    # -- specs (the rules' params) ----------------------------------------
+    def solve_spec(self, experiment, solver, stage="grid"):
+        """Everything one solver's sweep reads in one stage, and nothing of
+        the other solvers (what the stage adds: :meth:`.search.Search.spec`)."""
+        exp = self.experiment(experiment)
+        keys = ("dataset", "variant", "problem", "privacy", "seeds", "base_seed")
+        spec = {key: exp[key] for key in keys}
+        name, grid, passes = solver_entry(exp, solver)
+        spec.update(
+            experiment=experiment,
+            solver=solver,
+            grid=grid,
+            passes=passes,
+            chunks=self.chunks(experiment, solver, stage),
+        )
+        if name != solver:
+            spec["adapter"] = name  # only variants carry it: DP-CD specs are unchanged
+        if exp.get("validation_split", "fixed") != "fixed":
+            # only when set: the specs (and finished jobs) of fixed splits are unchanged
+            spec["validation_split"] = exp["validation_split"]
+        spec.update(self.searches[experiment].spec(solver, stage))
+        return spec
+
+    def selects(self, experiment):
+        """The stages a select job follows (its output: the selection file)."""
+        return self.searches[experiment].selects()
+
+    def select_spec(self, experiment, after="screen"):
+        """What the select rule after stage ``after`` reads."""
+        return self.searches[experiment].select_spec(after)
+
+    def select_inputs(self, experiment, after):
+        """The stages whose tables the select after ``after`` ranks together."""
+        return self.searches[experiment].select_inputs(after)
+
+    def selection_input(self, experiment, stage):
+        """The selection file a solve job of ``stage`` reads (None: none)."""
+        return self.searches[experiment].selection_input(stage)
+
+    def uses_private_smoothness(self, experiment, solver):
+        exp = self.experiment(experiment)
+        return solver_entry(exp, solver)[0] == PRIVATE_SMOOTHNESS_SOLVER
+
+    def private_smoothness_spec(self, experiment):
+        """What the private estimate reads: budget, seeds and its share of epsilon."""
+        exp = self.experiment(experiment)
+        fraction = next(
+            solver_entry(exp, name)[1]["smoothness_fraction"]
+            for name in sorted(exp["solvers"])
+            if self.uses_private_smoothness(experiment, name)
+        )
+        return {
+            "experiment": experiment,
+            # the estimate is replace-one whatever the experiment's relation
+            "privacy": {k: v for k, v in exp["privacy"].items() if k != "neighbouring"},
+            "seeds": exp["seeds"],
+            "base_seed": exp["base_seed"],
+            "loss": exp["problem"]["loss"],
+            "smoothness_fraction": fraction,
+        }
+
+    def aggregate_spec(self, experiment):
+        return {"select_by": self.experiment(experiment)["select_by"]}
+
+    def fresh_spec(self, experiment):
+        """Each solver's solve spec without its chunking, the selection rule and
+        the number of fresh seeds (None when report.fresh_seeds is 0): editing
+        report.fresh_seeds reruns the aggregate jobs and no solve job."""
+        if not self.fresh_seeds:
+            return None
+        exp = self.experiment(experiment)
+        specs = {}
+        for solver in sorted(exp["solvers"]):
+            spec = self.solve_spec(experiment, solver)
+            del spec["chunks"]
+            specs[solver] = spec
+        return {
+            "solvers": specs,
+            "select_by": exp["select_by"],
+            "fresh_seeds": self.fresh_seeds,
+        }
+
+    def search_summary(self):
+        """What each search mode adds to the cost summary at planning
+        (the staged search: per stage); empty when nothing."""
+        return "\n".join(filter(None, (
+            search.summary(self, self.experiments_of(mode)) for mode, search in SEARCHES.items())))
+
+    # -- jobs and outputs --------------------------------------------------
+    def jobs(self, experiment=None, stage=None):
+        """The solve jobs (of one experiment or of all; of one stage or of
+        all), in a fixed order. ``stage="final"``: each experiment's last."""
+        names = self.experiments if experiment is None else [experiment]
+        return [
+            Job(name, solver, each, chunk)
+            for name in names
+            for each in self.stages(name)
+            if stage is None
+            or each == stage
+            or (stage == "final" and each == self.final_stage(name))
+            for solver in sorted(self.experiment(name)["solvers"])
+            for chunk in range(self.chunks(name, solver, each))
+        ]
+
+    @staticmethod
+    def job_path(job, suffix):
+        """A solve job's output: ``results/runs/<experiment>/<solver>/chunk<k>``
+        (grid: the paths of finished workdirs) or ``.../<stage>/chunk<k>``."""
+        stage = "" if job.stage == "grid" else f"{job.stage}/"
+        return f"results/runs/{job.experiment}/{job.solver}/{stage}chunk{job.chunk}{suffix}"
+
+    def job_paths(self, suffix, experiments=None, stage=None):
+        """The outputs ``suffix`` of the solve jobs of ``experiments`` (all by
+        default), of one stage or of all (:meth:`jobs`)."""
+        names = self.experiments if experiments is None else experiments
+        return [self.job_path(job, suffix) for name in names for job in self.jobs(name, stage)]
+
+    def fresh_outputs(self):
+        """The aggregate job's fresh-seed outputs (wildcard ``{experiment}``),
+        none when report.fresh_seeds is 0; ``fresh_figure`` goes in the report."""
+        if not self.fresh_seeds:
+            return {}
+        return {
+            "fresh_runs": "results/fresh/{experiment}.parquet",
+            "fresh_csv": "results/tables/fresh/{experiment}.csv",
+            "fresh_md": "results/tables/fresh/{experiment}.md",
+            "fresh_figure": "results/figures/{experiment}_rel_error_fresh.png",
+        }
+
+    def lambda_experiments(self):
+        """The experiments of the lambda table: each base with its alpha_grid ones."""
+        bases = {group["base"] for group in self.lambda_groups.values()}
+        return sorted(bases | set(self.lambda_groups))
+
+    def paper_figure_experiments(self):
+        """The experiments report.figures draws from (curves, grids)."""
+        figures = self.config["report"].get("figures") or {}
+        names = sorted({e for spec in figures.values() for e in spec["experiments"]})
+        for name in names:
+            self.experiment(name)
+        return names
+
+    def private_baseline(self):
+        """``report.private_baseline``: the working directory of the same
+        experiments tuned on the data, or None."""
+        return self.config["report"].get("private_baseline")
+
+    def private_compare_outputs(self):
+        """The private_compare rule's outputs (none without a baseline)."""
+        if not self.private_baseline():
+            return []
+        return ["results/private_tuning.csv", "results/private_tuning_conclusions.csv",
+                "results/private_tuning.md"]
+
+    def private_compare_inputs(self):
+        """What private_compare reads (:func:`.private.private_compare_inputs`)."""
+        return private_compare_inputs(self, self.private_baseline())
+
+    def final_outputs(self):
+        """Tables and figures of every experiment, and the summary across them."""
+        outputs = ["results/summary.csv", "results/summary.md"] + self.private_compare_outputs()
+        figures = self.config["report"].get("figures") or {}
+        if figures:
+            outputs += ["results/paper/report.md"]
+            outputs += [f"results/paper/{name}.png" for name in sorted(figures)]
+        for name in self.experiments:
+            outputs += [
+                f"results/tables/{name}.csv",
+                f"results/tables/{name}.md",
+                f"results/figures/{name}_rel_error.png",
+                f"results/figures/{name}_rel_error_time.png",
+                f"results/figures/{name}_solution.png",
+            ]
+            if self.fresh_seeds:
+                outputs += [
+                    f"results/tables/fresh/{name}.csv",
+                    f"results/tables/fresh/{name}.md",
+                    f"results/figures/{name}_rel_error_fresh.png",
+                ]
+        if self.lambda_groups:
+            outputs += [
+                "results/tables/lambda/sensitivity.csv",
+                "results/figures/lambda_sensitivity.png",
+            ]
+        return outputs

@@ -1,0 +1,75 @@
+"""What every search mode says (:class:`Search`): its solve stages, the
+configurations each stage runs per cell, on how many seeds, its chunks, what
+it adds to a solve spec, its select jobs and its checks. One subclass per
+mode (``grid``, ``staged``, ``private``), one instance per experiment."""
+
+
+class Search:
+    """The search of one experiment (``experiments.<name>.search``).
+
+    Parameters
+    ----------
+    plan : dpcd.plan.Plan
+        The plan it belongs to (its config, solver facts and report settings).
+    name : str
+        The experiment's name.
+    """
+
+    #: The config value of ``search`` that selects the mode.
+    mode = None
+    #: Whether report.fresh_seeds re-runs its selected configurations on new seeds.
+    fresh = True
+
+    def __init__(self, plan, name):
+        self.plan = plan
+        self.name = name
+        self.exp = plan.config["experiments"][name]
+
+    def check(self):
+        """Refuse settings the mode cannot run, naming them (before anything runs)."""
+
+    def stages(self):
+        """The solve stages, in order; the last one's runs make the tables."""
+        raise NotImplementedError
+
+    def configurations(self, solver, stage, full):
+        """Configurations per (epsilon, passes) that ``stage`` runs of solver
+        entry ``solver``, whose grid has ``full``."""
+        return full
+
+    def passes(self, stage, passes):
+        """The passes each configuration of ``stage`` runs (the entry's ``passes``)."""
+        return passes
+
+    def seeds(self, stage):
+        """The seeds each configuration of ``stage`` runs on."""
+        return self.exp["seeds"]
+
+    def chunks(self, stage, n_configs):
+        """(solve jobs of one solver's ``stage`` before ``chunk_core_hours``,
+        whether ``chunk_core_hours`` may cut it further)."""
+        return self.exp["chunks"], True
+
+    def spec(self, solver, stage):
+        """What ``stage`` adds to a solve spec (nothing: the specs of
+        finished ``grid`` workdirs carry no stage)."""
+        return {}
+
+    def selects(self):
+        """The stages a select job follows."""
+        return ()
+
+    def selection_input(self, stage):
+        """The selection file a solve job of ``stage`` reads (None: none)."""
+        return None
+
+    @classmethod
+    def check_all(cls, plan, names):
+        """Refuse settings outside the experiments that concern the mode's
+        experiments ``names`` (all of them, possibly none)."""
+
+    @classmethod
+    def summary(cls, plan, names):
+        """A line logged at planning about the mode's experiments ``names``
+        ("": nothing to add to the cost summary)."""
+        return ""
