@@ -5,7 +5,7 @@
 #
 #   tests/cluster/start_slurm.sh up      install if missing, start, wait until `srun true` runs
 #   tests/cluster/start_slurm.sh down    stop the daemons this script started (by pid)
-#   tests/cluster/start_slurm.sh status  exit 0 if the cluster runs jobs
+#   tests/cluster/start_slurm.sh status  exit 0 if this script's cluster runs jobs
 #
 # Needs root and apt-get: `up` exits 2 saying why when the machine cannot, 1
 # when the cluster does not come up.
@@ -21,10 +21,14 @@ PACKAGES=(slurmctld slurmd slurm-client munge)
 say() { echo "start_slurm: $*" >&2; }
 cannot() { say "$*"; exit 2; }
 
+# The node has registered and responds (a "*" would follow its state if not).
+node_up() {
+    timeout 10 sinfo -h -N -o '%T' 2>/dev/null | grep -qx 'idle\|mixed\|allocated\|completing'
+}
+
 # `srun true` passes: the controller schedules and the node runs a job.
 ready() {
-    timeout 10 sinfo -h -N -o '%T' 2>/dev/null | grep -qx 'idle\|mixed\|allocated' &&
-        timeout 20 srun --quiet -N1 -n1 -t 1 true >/dev/null 2>&1
+    node_up && timeout 20 srun --quiet -N1 -n1 -t 1 true >/dev/null 2>&1
 }
 
 # Start "$@" in the background, in its own session, and record its pid as $1's.
@@ -34,6 +38,9 @@ start() {
     setsid "$@" >"$STATE/$name.out" 2>&1 </dev/null &
     echo $! >"$STATE/$name.pid"
 }
+
+# The cluster is this script's (a real cluster's login node is not for tests).
+ours() { grep -qsF "$MARK" "$CONF"; }
 
 alive() { [ -f "$STATE/$1.pid" ] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
 
@@ -96,7 +103,7 @@ CONF
 up() {
     [ "$(id -u)" = 0 ] || cannot "not root: cannot install or start SLURM's daemons"
     mkdir -p "$STATE"
-    if alive slurmctld && alive slurmd && ready; then
+    if alive slurmctld && alive slurmd && node_up; then
         say "already up"
         return
     fi
@@ -119,14 +126,15 @@ up() {
     alive slurmd || start slurmd slurmd -D -f "$CONF"
     # slurmctld may report the node idle from its saved state before slurmd
     # registers: `srun true` is the proof.
-    for _ in $(seq 60); do
+    local deadline=$((SECONDS + 120))
+    while [ $SECONDS -lt $deadline ]; do
         if ready; then
             say "up: $(sinfo -h -o '%P %D %T %c CPUs %m MB')"
             return
         fi
         sleep 1
     done
-    say "not ready after 60 s; logs in $STATE"
+    say "not ready after 120 s; logs in $STATE"
     tail -n 20 "$STATE"/*.log "$STATE"/*.out >&2 || true
     exit 1
 }
@@ -152,7 +160,7 @@ down() {
 case "${1:-}" in
 up) up ;;
 down) down ;;
-status) ready ;;
+status) ours && node_up ;;
 *)
     echo "usage: $0 up|down|status" >&2
     exit 64
