@@ -193,7 +193,7 @@ def _job_processes(jobid):
 
 
 def _submitted(out):
-    """(rule, SLURM job id) of every job a run submitted with sbatch."""
+    """(rule, SLURM job id, SLURM log) of every job a run submitted with sbatch."""
     jobs = re.findall(r"has been submitted with SLURM jobid (\d+) \(log: ([^)]*)\)", out)
     return [(re.search(r"/rule_(\w+)/", log).group(1), jobid, log) for jobid, log in jobs]
 
@@ -215,7 +215,7 @@ def _tables(workdir):
 
 
 def _children(workdir):
-    """(experiment, job, config id) -> final metrics of every MLflow child run."""
+    """(experiment, job, config id) and final metrics of every MLflow child run, sorted."""
     client = MlflowClient(f"sqlite:///{workdir}/results/mlflow.db")
     children = []
     for experiment in client.search_experiments():
@@ -266,6 +266,9 @@ def cluster_run(slurm, tmp_path_factory):
             time.sleep(0.1)
         cancel_seconds = time.monotonic() - cancelled_at
         proc.wait(timeout=600)
+    except BaseException:
+        local_proc.kill()
+        raise
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -303,6 +306,7 @@ def test_every_job_went_through_sbatch_and_the_rerun_redid_only_what_was_missing
     done_first = {rule for rule, _, _ in _submitted(first)} - {"solve"}
     assert set(_started(again)) <= {"solve", "aggregate", "summary"}
     assert "solve" in _started(again) and not done_first & {"aggregate", "summary"}
+    # Every job of the plan but the local `all` once, the cancelled one twice.
     assert len(_submitted(first)) + len(_submitted(again)) - 1 == sum(
         _job_stats(first).values()) - 1
 
