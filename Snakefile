@@ -7,7 +7,9 @@ min_version("9.0")
 
 # The embedded default, unless a --configfile was given: Snakemake would merge
 # the two recursively and leak default solvers into another configuration.
-if not set(config) - {"chunk_core_hours"}:  # only the cluster profile's --config
+# Every config file names its datasets (a required key); a --config alone (the
+# cluster profile's chunk_core_hours=2 search=grid) does not.
+if "datasets" not in config:
     # Snakemake's own message names neither the file nor the line.
     import yaml
 

@@ -6,6 +6,7 @@ only collects them, so a rule calls ``dpcd <stage> ...`` and nothing else.
 
 import argparse
 import importlib
+import signal
 import sys
 
 # Modules exposing ``register(subparsers)``, in the order they appear in --help.
@@ -27,8 +28,24 @@ def build_parser():
     return parser
 
 
+def stop_at_once_on_interrupt():
+    """Let SIGINT and SIGTERM end the process at once, as the OS does by default.
+
+    Python turns SIGINT into KeyboardInterrupt only between bytecodes, so a job
+    inside a numba kernel call would answer a Ctrl-C (or Snakemake's or
+    SLURM's cancel) minutes later. Nothing is lost by dying at once: a job's
+    outputs appear atomically, Snakemake discards an interrupted job's, and a
+    job's MLflow runs are committed in one transaction (its rerun replaces
+    them). Code that must clean up on SIGTERM installs its own handler.
+    """
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def main(argv=None):
     """Entry point of the ``dpcd`` console script."""
+    if argv is None:  # the process is this command, not a caller (a test) calling it
+        stop_at_once_on_interrupt()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
