@@ -28,7 +28,7 @@ import yaml
 from snakemake.utils import validate
 
 from dpcd import plan
-from dpcd.report.search import replay_staged
+from dpcd.sweep.staged import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates, last_checkpoints
 from dpcd.sweep.grid import configurations
 from dpcd.sweep.run import epsilons_of

@@ -607,7 +607,7 @@ def test_coarse_to_fine_counts_match_the_sweep():
     from dpcd.sweep import configurations
     from dpcd.sweep.grid import config_id
     from dpcd.sweep.run import epsilons_of
-    from dpcd.sweep.search import coarse_configurations, refine_configurations
+    from dpcd.sweep.staged import coarse_configurations, refine_configurations
 
     config = load("config/paper/dpgcd_aistats23.yaml")
     for exp in config["experiments"].values():
@@ -666,3 +666,22 @@ def test_paper_configs_search_staged_and_slurm_profile_grid():
         assert load(f"config/paper/{name}.yaml")["search"] == "staged"
     with open(os.path.join(REPO, "config", "profiles", "slurm", "config.yaml")) as fh:
         assert "search=grid" in yaml.safe_load(fh)["config"]
+
+
+def test_the_sweep_reads_the_lattice_leaf_only():
+    """Below the workflow, dpcd reads the planner's lattice arithmetic only
+    (dpcd.plan.lattice): never the planner itself."""
+    import ast
+    from pathlib import Path
+
+    src = Path(plan.__file__).parents[1]
+    reads = {}
+    for path in src.rglob("*.py"):
+        if path.parent.name == "plan" or path.name == "plan.py":
+            continue  # the planner itself and what it is given (dpcd.stages.plan)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and (
+                    node.module == "dpcd.plan" or node.module.startswith("dpcd.plan.")
+                    or (node.module == "dpcd" and any(a.name == "plan" for a in node.names))):
+                reads.setdefault(node.module, set()).add(path.relative_to(src).as_posix())
+    assert set(reads) == {"dpcd.plan.lattice"}, reads

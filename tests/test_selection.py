@@ -87,7 +87,7 @@ def test_staged_select_counts_exact_ties_once():
     """keep_best (search: staged): configurations whose criterion equals a kept
     one's to the last bit (runs that never moved from w = 0) leave with it, so
     the kept places go to distinct outcomes; fewer are kept when fewer remain."""
-    from dpcd.report.search import keep_best
+    from dpcd.sweep.staged import keep_best
 
     frames = []
     for cid, objective in (("a", 5.61), ("b", 5.61), ("c", 5.61), ("d", 5.7), ("e", 6.0)):

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import ROOT, make_workdir, planned_jobs, snakemake
 
-from dpcd.report.search import replay_staged
+from dpcd.sweep.staged import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates
 from dpcd.sweep.grid import config_id, configurations, expand_grid
 
@@ -231,7 +231,7 @@ def test_coarse_to_fine_stages(staged):
 
 @pytest.mark.parametrize("name,stride,refine", [("staged", 1, 2), ("coarse", 2, 1)])
 def test_replay_gives_the_workflows_selection(staged, name, stride, refine):
-    """bench/search_agreement.py's replay (dpcd.report.search.replay_staged)
+    """bench/search_agreement.py's replay (dpcd.sweep.staged.replay_staged)
     keeps exactly what the staged workflow kept. A run's streams depend on its
     experiment, configuration and seed, not on its stage (the confirm's first
     seed repeats the screen's and the refine's runs bit for bit), so the

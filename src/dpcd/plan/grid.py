@@ -10,3 +10,6 @@ class Grid(Search):
 
     def stages(self):
         return ("grid",)
+
+    def folder(self, stage):
+        return ""  # the paths of finished workdirs

@@ -208,12 +208,11 @@ class Plan(Costs):
             for chunk in range(self.chunks(name, solver, each))
         ]
 
-    @staticmethod
-    def job_path(job, suffix):
-        """A solve job's output: ``results/runs/<experiment>/<solver>/chunk<k>``
-        (grid: the paths of finished workdirs) or ``.../<stage>/chunk<k>``."""
-        stage = "" if job.stage == "grid" else f"{job.stage}/"
-        return f"results/runs/{job.experiment}/{job.solver}/{stage}chunk{job.chunk}{suffix}"
+    def job_path(self, job, suffix):
+        """A solve job's output: ``results/runs/<experiment>/<solver>/<stage
+        folder>chunk<k><suffix>`` (:meth:`.search.Search.folder`)."""
+        folder = self.searches[job.experiment].folder(job.stage)
+        return f"results/runs/{job.experiment}/{job.solver}/{folder}chunk{job.chunk}{suffix}"
 
     def job_paths(self, suffix, experiments=None, stage=None):
         """The outputs ``suffix`` of the solve jobs of ``experiments`` (all by

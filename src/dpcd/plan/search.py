@@ -32,6 +32,10 @@ class Search:
         """The solve stages, in order; the last one's runs make the tables."""
         raise NotImplementedError
 
+    def folder(self, stage):
+        """Where a solve job of ``stage`` writes, under its solver's folder."""
+        return f"{stage}/"
+
     def configurations(self, solver, stage, full):
         """Configurations per (epsilon, passes) that ``stage`` runs of solver
         entry ``solver``, whose grid has ``full``."""

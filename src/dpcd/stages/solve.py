@@ -119,7 +119,7 @@ def cmd_select(args):
     prefixes (``search_fidelity``), ranked at their last pass."""
     import pandas as pd
 
-    from dpcd.report.search import keep_best
+    from dpcd.sweep.staged import keep_best
 
     spec = json.loads(args.spec)
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)

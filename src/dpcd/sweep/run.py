@@ -12,7 +12,7 @@ from dpcd.algorithms import Budget
 from dpcd.plan.lattice import prefix_passes
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
-from dpcd.sweep import search
+from dpcd.sweep import staged
 from dpcd.sweep.grid import (
     chunk_of,
     config_id,
@@ -62,7 +62,7 @@ def chunk_configurations(spec, chunk):
         spec["solver"], spec["grid"], spec["passes"], epsilons_of(spec["privacy"])
     )
     # staged search: the screen's lattice, the refine's neighbours, the confirm's kept
-    configs = search.stage_configurations(spec, configs)
+    configs = staged.stage_configurations(spec, configs)
     return chunk_of(configs, chunk, spec["chunks"])
 
 
