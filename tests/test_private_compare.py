@@ -9,7 +9,7 @@ import pytest
 
 from dpcd.report import private_compare as pc
 from dpcd.stages.private import cmd_private_compare
-from dpcd.sweep.private_run import released_id
+from dpcd.tuning.release import released_id
 
 
 def _fresh(rows):

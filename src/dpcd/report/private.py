@@ -12,7 +12,7 @@ part of the release.
 import pandas as pd
 
 from dpcd.report.tables import RELATION, with_relation
-from dpcd.sweep.private_run import RELEASED_ID
+from dpcd.tuning.release import RELEASED_ID
 
 EVALUATION_NOTE = (
     "The relative error to F* and the test metric below are the researcher's "

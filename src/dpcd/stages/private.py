@@ -13,39 +13,15 @@ from dpcd.stages.common import add_command, read_json
 log = logging.getLogger("dpcd")
 
 
-def tagged_runs(records, spec, problem):
-    """The MLflow runs of a private search's candidates and released runs:
-    :func:`dpcd.tracking.payload.mlflow_runs` with each run's role tags, a
-    name of its own, and, for the released run, the training's noise
-    multiplier as ``privacy.noise_multiplier``: its last mechanism is the
-    score, the one before it the training's steps (DP-GCD: its gradient
-    entry, as its candidates report; DP-CD-P: its Gaussian steps, after its
-    smoothness release)."""
-    from dpcd.tracking.payload import mlflow_runs
-
-    runs = mlflow_runs([record for record, _ in records], spec, problem)
-    for run, (record, tags) in zip(runs, records):
-        run["tags"].update(tags)
-        run["params"]["search"] = "private"
-        cell = f"eps{record.config['epsilon']:g}-passes{record.config['passes']:g}"
-        role = tags["role"]
-        suffix = f"candidate{tags['dpcd.candidate']}" if role == "candidate" else "released"
-        run["name"] = f"{spec['solver']}-private-seed{spec['chunk']}-{cell}-{suffix}"
-        if role == "released":
-            training = record.ledgers[0].mechanisms[-2]
-            run["metrics"] = [m for m in run["metrics"] if m[0] != "privacy.noise_multiplier"]
-            run["metrics"].append(("privacy.noise_multiplier", training.noise_multiplier, 0))
-    return runs
-
-
 def cmd_solve_private(args):
     """Selection seed ``--chunk``'s private searches of one solver entry
-    (:func:`dpcd.sweep.private_run.run_private_chunk`): the released runs'
+    (:func:`dpcd.tuning.workflow.run_private_chunk`): the released runs'
     table, every candidate's and released run for MLflow, the job's timing."""
     from dpcd import algorithms
-    from dpcd.sweep.private_run import run_private_chunk
     from dpcd.sweep.problem import load_problem
+    from dpcd.tracking.payload import private_search_runs
     from dpcd.tracking.runs_file import write_mlflow_runs
+    from dpcd.tuning.workflow import run_private_chunk
 
     from dpcd.privacy import cache
 
@@ -62,14 +38,15 @@ def cmd_solve_private(args):
     table, records = run_private_chunk(spec, args.chunk, problem, reference["objective"],
                                        w_star=w_star)
     split["calibration"] = cache.STATS["seconds"] - calibration0
-    split["kernels"] = float(sum(r.time.sum() for r, t in records if t["role"] == "candidate"))
-    candidates = len(records) - sum(tags["role"] == "released" for _, tags in records)
+    split["kernels"] = float(sum(r.time.sum() for r, role in records
+                                 if role["role"] == "candidate"))
+    candidates = len(records) - sum(role["role"] == "released" for _, role in records)
     log.info("selection seed %d: %d candidates, %d released", args.chunk, candidates,
              len(records) - candidates)
     job = f"{spec['experiment']}/{spec['solver']}/private/chunk{args.chunk}"
     start = time.perf_counter()
     write_mlflow_runs(args.mlflow_runs, job,
-                      tagged_runs(records, {**spec, "chunk": args.chunk}, problem))
+                      private_search_runs(records, {**spec, "chunk": args.chunk}, problem))
     split["mlflow"] = time.perf_counter() - start
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
     split["wall"] = time.perf_counter() - wall
@@ -80,7 +57,7 @@ def cmd_solve_private(args):
 
 
 def cmd_private_compare(args):
-    """Issue 29, item 5: a finished ``search: private`` workflow's tables beside
+    """A finished ``search: private`` workflow's tables beside
     the fresh tables of the same experiments tuned on the private data; the
     section goes into (or replaces itself in) ``--summary``, one figure per paper."""
     from pathlib import Path
@@ -141,7 +118,7 @@ def register(subparsers):
     p.add_argument("--timing", required=True)
 
     p = add_command(subparsers, "private-compare", cmd_private_compare,
-                    "private tuning beside tuning on the private data (issue 29, item 5)")
+                    "private tuning beside tuning on the private data")
     p.add_argument("--baseline", required=True,
                    help="results/tables/fresh of the workflow tuned on the private data")
     p.add_argument("--private", required=True, help="results/tables of the search: private run")
