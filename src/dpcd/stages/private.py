@@ -64,7 +64,12 @@ def cmd_private_compare(args):
 
     import pandas as pd
 
-    from dpcd.report import private_compare as pc
+    from dpcd.report.private import (
+        comparison_markdown,
+        comparison_table,
+        conclusions,
+        plot_comparison,
+    )
     from dpcd.report.tables import read_table
 
     baseline = {p.stem: read_table(p) for p in sorted(Path(args.baseline).glob("*.csv"))}
@@ -79,19 +84,19 @@ def cmd_private_compare(args):
             name: pd.concat([pd.read_parquet(p) for p in files])
             for name in private
             if (files := sorted((root / name).glob("*/private/chunk*.parquet")))}
-    table = pc.comparison_table(baseline, private, **runs)
+    table = comparison_table(baseline, private, **runs)
     if table.empty:
         raise ValueError(f"no experiment in both {args.baseline} and {args.private}")
-    verdicts = pc.conclusions(table)
+    verdicts = conclusions(table)
     atomic_write(args.out, lambda tmp: table.to_csv(tmp, index=False))
     verdict_path = Path(args.out).with_name(Path(args.out).stem + "_conclusions.csv")
     atomic_write(verdict_path, lambda tmp: verdicts.to_csv(tmp, index=False))
-    section = pc.comparison_markdown(table, verdicts)
+    section = comparison_markdown(table, verdicts)
     Path(args.figures).mkdir(parents=True, exist_ok=True)
     for paper in sorted(table["paper"].unique()):
         name = paper.lower().replace(" ", "_").replace("-", "")
         path = Path(args.figures) / f"private_tuning_{name}.png"
-        atomic_write(path, lambda tmp: pc.plot_comparison(table, paper, tmp))
+        atomic_write(path, lambda tmp: plot_comparison(table, paper, tmp))
         section += f"\nFigure: `{path}`.\n"
     if args.section:  # the workflow's rule: the summary rule appends it
         atomic_write(args.section, lambda tmp: Path(tmp).write_text(section))
