@@ -1,5 +1,5 @@
 """Imports run downward only (the package's floors: data, problems,
-privacy -> solvers -> algorithms -> sweep -> tracking/report -> estimators ->
+privacy -> solvers -> algorithms -> sweep, tuning -> tracking/report -> estimators ->
 stages), and a solve job never loads MLflow."""
 
 import ast
@@ -14,7 +14,7 @@ FLOORS = {
     "leak": 0, "plan": 0, "data": 0, "problems": 0, "privacy": 0,
     "solvers": 1,
     "algorithms": 2,
-    "sweep": 3,
+    "sweep": 3, "tuning": 3,
     "tracking": 4, "report": 4,
     "estimators": 5, "private_search_estimator": 5,
     "stages": 6,

@@ -260,24 +260,24 @@ def test_selection_calibration_cached_equals_computed(cache_dir, monkeypatch):
     read back from disk (as another selection seed's job reads it) it is the
     calibration computed without a cache, field for field, specs as tuples,
     and its total is dp-accounting's for those multipliers."""
-    from dpcd.privacy import selection
+    from dpcd.tuning import calibration
 
     specs = [("gaussian", 30), ("gaussian", 90)]
     args = (1.0, 1e-5, 5.0, 1.0, 0.1, "laplace", "replace_one")
     monkeypatch.delenv(cache.ENV)
-    plain = selection.calibrate_selection(specs, *args)
+    plain = calibration.calibrate_selection(specs, *args)
     monkeypatch.setenv(cache.ENV, str(cache_dir))
-    first = selection.calibrate_selection(specs, *args)
+    first = calibration.calibrate_selection(specs, *args)
     cache._memory.clear()
     computed = cache.STATS["computed"]
-    second = selection.calibrate_selection(specs, *args)
+    second = calibration.calibrate_selection(specs, *args)
     assert cache.STATS["computed"] == computed  # read from disk, nothing recomputed
     assert plain == first == second
     assert set(second.train_multipliers) == {tuple(s) for s in specs}
     assert len(_entries(cache_dir, "calibrate_selection")) == 1
-    total = selection.selection_epsilon(second.trainings(), second.score_spec,
+    total = calibration.selection_epsilon(second.trainings(), second.score_spec,
                                         second.score_multiplier, 5.0, 1.0, 1e-5, "replace_one")
     assert total == second.epsilon_achieved <= 1.0
     # another target is another entry
-    selection.calibrate_selection(specs, 2.0, *args[1:])
+    calibration.calibrate_selection(specs, 2.0, *args[1:])
     assert len(_entries(cache_dir, "calibrate_selection")) == 2

@@ -1,15 +1,15 @@
 """Issue 29, item 5: pairing the cells of a search: private run with the fresh
 tables of the same experiments tuned on the private data, the verdicts, the
-summary section and the figures (dpcd.report.private_compare, dpcd private-compare)."""
+summary section and the figures (dpcd.report.private, dpcd private-compare)."""
 
 import argparse
 
 import pandas as pd
 import pytest
 
-from dpcd.report import private_compare as pc
+from dpcd.report import private as pc
 from dpcd.stages.private import cmd_private_compare
-from dpcd.sweep.private_run import released_id
+from dpcd.tuning.release import released_id
 
 
 def _fresh(rows):

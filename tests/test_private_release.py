@@ -23,7 +23,7 @@ from sklearn.datasets import make_regression
 
 from dpcd import PrivacyLeakWarning, PrivateSearch
 from dpcd.estimators import DPCoordinateDescentRegressor
-from dpcd.privacy import selection
+from dpcd.tuning import scores
 
 #: The public attributes of a fitted search: what goes out with the release.
 RELEASED = {"best_estimator_", "best_params_", "best_score_", "privacy_ledger_", "ledger_",
@@ -109,7 +109,7 @@ def test_add_or_remove_score_on_neighbours_of_sizes_n_and_n_plus_1(alpha):
     Laplace RDP at the multiplier (and equal to it at the worst case). The old
     scheme, each dataset's own n in the mean and the scale, is above it."""
     n, B, z = 100, 2.0, 33.487  # z: dpcd's Laplace score multiplier at 0.1 of eps = 1
-    score = selection.ScoreMechanism("last_objective", "loss", "laplace", n, B,
+    score = scores.ScoreMechanism("last_objective", "loss", "laplace", n, B,
                                      relation="add_or_remove_one")
     losses = np.random.default_rng(0).uniform(0, 3 * B, n)
     for neighbour in (np.append(losses, 10 * B), losses[1:]):  # add one, remove one
@@ -124,7 +124,7 @@ def test_add_or_remove_score_on_neighbours_of_sizes_n_and_n_plus_1(alpha):
 
 
 def test_noisy_score_scale_does_not_read_the_data():
-    score = selection.ScoreMechanism("last_objective", "loss", "laplace", 50, 1.0,
+    score = scores.ScoreMechanism("last_objective", "loss", "laplace", 50, 1.0,
                                      relation="add_or_remove_one")
     draws = [score.noisy(0.0, 2.0, np.random.default_rng(s)) for s in range(4000)]
     # Laplace(0, b) has mean |x| = b: b = z * B / n = 0.04, whatever was scored
@@ -132,9 +132,9 @@ def test_noisy_score_scale_does_not_read_the_data():
 
 
 def test_replace_one_scores_a_fixed_n_and_add_or_remove_refuses_validation():
-    score = selection.ScoreMechanism("last_objective", "loss", "laplace", 10, 1.0)
+    score = scores.ScoreMechanism("last_objective", "loss", "laplace", 10, 1.0)
     with pytest.raises(ValueError, match="need 10 per-record values"):
         score.value(np.zeros(11))
     with pytest.raises(ValueError, match="fixed n"):
-        selection.ScoreMechanism("validation", "accuracy", "laplace", 10,
+        scores.ScoreMechanism("validation", "accuracy", "laplace", 10,
                                  relation="add_or_remove_one")

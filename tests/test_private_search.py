@@ -1,4 +1,4 @@
-"""Private hyperparameter search end to end: dpcd.sweep.private_search and
+"""Private hyperparameter search end to end: dpcd.tuning.search and
 the dpcd.PrivateSearch meta-estimator on real (numba) fits."""
 
 import math
@@ -14,7 +14,8 @@ from sklearn.exceptions import NotFittedError
 
 from dpcd import PrivacyLeakWarning, PrivateSearch
 from dpcd.estimators import DPCoordinateDescentClassifier, DPCoordinateDescentRegressor
-from dpcd.sweep import private_search as ps
+from dpcd.tuning import calibration, candidates, draws
+from dpcd.tuning.settings import SearchSettings
 
 
 @pytest.fixture(scope="module")
@@ -78,22 +79,22 @@ def test_hyperparameter_draws_do_not_depend_on_the_data(regression):
     # the draws are the data-free ones (the release keeps none of them: the
     # chosen configuration is among those the seed alone draws), and another
     # seed draws differently
-    settings = ps.SearchSettings(k_mean=3)
-    configs = ps.grid_configurations(grid)
-    k, drawn = ps.draw_search(configs, settings, 11, 1.0, 1e-5)
+    settings = SearchSettings(k_mean=3)
+    configs = draws.grid_configurations(grid)
+    k, drawn = draws.draw_search(configs, settings, 11, 1.0, 1e-5)
     assert k >= 1 and fits[0].best_params_ in drawn and fits[1].best_params_ in drawn
-    others = {tuple(map(str, ps.draw_search(configs, settings, s, 1.0, 1e-5)))
+    others = {tuple(map(str, draws.draw_search(configs, settings, s, 1.0, 1e-5)))
               for s in range(20)}
     assert len(others) > 10
 
 
 def test_candidates_are_independent_releases():
     """Same configuration at two indices: different streams."""
-    settings = ps.SearchSettings().checked()
+    settings = SearchSettings().checked()
     config = {"step": 0.1}
-    a, b = (ps.candidate_entropy(0, settings, 1.0, 1e-5, 2, i, config) for i in (0, 1))
+    a, b = (draws.candidate_entropy(0, settings, 1.0, 1e-5, 2, i, config) for i in (0, 1))
     assert a != b
-    assert a == ps.candidate_entropy(0, settings, 1.0, 1e-5, 2, 0, config)
+    assert a == draws.candidate_entropy(0, settings, 1.0, 1e-5, 2, 0, config)
 
 
 def test_validation_selection_with_dp_sgd(classification):
@@ -127,10 +128,10 @@ def test_poisson_can_release_nothing(regression):
     """K ~ Poisson(1) is 0 for some seed: nothing is released, and predict says so."""
     from dpcd.estimators import _seed_of
 
-    settings = ps.SearchSettings(k_mean=1.0, k_distribution="poisson")
-    configs = ps.grid_configurations({"step": [0.1, 1.0]})
+    settings = SearchSettings(k_mean=1.0, k_distribution="poisson")
+    configs = draws.grid_configurations({"step": [0.1, 1.0]})
     seed = next(s for s in range(100)
-                if ps.draw_search(configs, settings, _seed_of(s), 1.0, 1e-5)[0] == 0)
+                if draws.draw_search(configs, settings, _seed_of(s), 1.0, 1e-5)[0] == 0)
     X, y = regression
     search = PrivateSearch(DPCoordinateDescentRegressor(solver="dp_cd"), {"step": [0.1, 1.0]},
                            delta=1e-5, k_mean=1.0, k_distribution="poisson",
@@ -183,7 +184,7 @@ def test_clone_and_params():
 def test_training_spec_is_what_the_fit_accounts(solver, neighbouring, expected):
     est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring, passes=5,
                                         batch_size=2)
-    assert ps.training_spec(est, 300, 4) == (expected, neighbouring)
+    assert candidates.training_spec(est, 300, 4) == (expected, neighbouring)
 
 
 @pytest.mark.parametrize("solver,neighbouring,match", [
@@ -195,7 +196,7 @@ def test_training_spec_is_what_the_fit_accounts(solver, neighbouring, expected):
 def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, match):
     est = DPCoordinateDescentClassifier(solver=solver, neighbouring=neighbouring)
     with pytest.raises(ValueError, match=match):
-        ps.training_spec(est, 300, 4)
+        candidates.training_spec(est, 300, 4)
 
 
 def test_dp_cd_p_training_spec():
@@ -205,10 +206,10 @@ def test_dp_cd_p_training_spec():
     (half of its smoothness share each, as its fit spends them); then DP-CD's
     5 x 5 Gaussian steps (the intercept's constant is public)."""
     est = DPCoordinateDescentClassifier(passes=5)
-    (kind, z_s, count, eps_b, steps), relation = ps.training_spec(est, 300, 4)
+    (kind, z_s, count, eps_b, steps), relation = candidates.training_spec(est, 300, 4)
     assert (kind, count, steps, relation) == ("smoothness_gaussian", 4, 25, "replace_one")
     assert eps_b == pytest.approx(0.05, rel=1e-12) and z_s == pytest.approx(80, rel=1e-12)
-    public = ps.training_spec(clone(est).set_params(bounds=2.0), 300, 4)[0]
+    public = candidates.training_spec(clone(est).set_params(bounds=2.0), 300, 4)[0]
     assert public[1:4] == (pytest.approx(40), 4, 0.0)
 
 
@@ -278,7 +279,7 @@ def test_dp_cd_p_grid_over_smoothness_fraction(regression):
         "n_training_events"] == 2
     assert cal.epsilon_achieved <= 1.0
     for spec, z in cal.trainings():
-        alone = ps.selection.selection_epsilon([(spec, z)], cal.score_spec,
+        alone = calibration.selection_epsilon([(spec, z)], cal.score_spec,
                                                cal.score_multiplier, 2.0, 1.0, 1e-5)
         assert alone <= cal.epsilon_achieved * (1 + 1e-12)
 

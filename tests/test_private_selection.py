@@ -1,4 +1,4 @@
-"""Private hyperparameter selection (dpcd.privacy.selection): accounting against
+"""Private hyperparameter selection (dpcd.tuning): accounting against
 dp-accounting, calibration, the distribution of K, score sensitivities on
 neighbouring datasets, and an empirical audit with dpcd.privacy.audit."""
 
@@ -10,15 +10,16 @@ from dp_accounting import NeighboringRelation, dp_event
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from scipy import stats
 
-from dpcd.privacy import selection
 from dpcd.privacy.audit import audit_scores
+from dpcd.tuning import calibration, scores
+from dpcd.tuning.draws import check_k_distribution, draw_k, k_pmf
 
 DISTRIBUTIONS = [("poisson", None), ("geometric", None), ("logarithmic", None),
                  ("negative_binomial", 0.5), ("negative_binomial", 3.0)]
 
 
 def _shape(name, shape):
-    return selection.check_k_distribution(name, 5.0, shape)[1]
+    return check_k_distribution(name, 5.0, shape)[1]
 
 
 def _independent_epsilon(steps, z_train, score_noise, z_score, mean, shape, delta):
@@ -36,8 +37,8 @@ def _independent_epsilon(steps, z_train, score_noise, z_score, mean, shape, delt
 @pytest.mark.parametrize("score_noise", ["laplace", "gaussian"])
 def test_calibration_matches_an_independent_dp_accounting_computation(name, shape,
                                                                       score_noise):
-    mean, shape = selection.check_k_distribution(name, 5.0, shape)
-    cal = selection.calibrate_selection([("gaussian", 40)], 1.0, 1e-6, mean, shape, 0.2,
+    mean, shape = check_k_distribution(name, 5.0, shape)
+    cal = calibration.calibrate_selection([("gaussian", 40)], 1.0, 1e-6, mean, shape, 0.2,
                                         score_noise)
     z_train = cal.train_multipliers[("gaussian", 40)]
     independent = _independent_epsilon(40, z_train, score_noise, cal.score_multiplier,
@@ -51,7 +52,7 @@ def test_calibration_matches_an_independent_dp_accounting_computation(name, shap
     assert looser > 1.0
     # the score's share: alone it spends at most (and about) f * epsilon
     assert 0.2 * (1 - 1e-4) <= cal.score_epsilon <= 0.2
-    score_only = selection.selection_epsilon([], (score_noise, 1),
+    score_only = calibration.selection_epsilon([], (score_noise, 1),
                                              cal.score_multiplier * (1 - 1e-3),
                                              mean, shape, 1e-6)
     assert score_only > 0.2
@@ -62,7 +63,7 @@ def test_training_noise_is_the_calibrated_multiplier_of_its_per_candidate_target
     per-candidate target (the same call an estimator fit makes)."""
     from dpcd.privacy import accounting
 
-    cal = selection.calibrate_selection([("gaussian", 30), ("gaussian", 90)], 2.0, 1e-5,
+    cal = calibration.calibrate_selection([("gaussian", 30), ("gaussian", 90)], 2.0, 1e-5,
                                         10.0, 1.0, 0.1)
     for spec, z in cal.train_multipliers.items():
         z_ref, achieved, _ = accounting.calibrate_multiplier(spec, cal.train_epsilon, 1e-5,
@@ -70,7 +71,7 @@ def test_training_noise_is_the_calibrated_multiplier_of_its_per_candidate_target
         assert z == z_ref
         assert achieved <= cal.train_epsilon
     assert cal.epsilon_achieved <= 2.0
-    more = selection.calibrate_selection([("gaussian", 30), ("gaussian", 90)], 2.0 * 1.01,
+    more = calibration.calibrate_selection([("gaussian", 30), ("gaussian", 90)], 2.0 * 1.01,
                                          1e-5, 10.0, 1.0, 0.1)
     assert more.train_epsilon > cal.train_epsilon  # a larger budget buys less noise
 
@@ -80,8 +81,8 @@ def test_several_training_events_are_bounded_by_their_curves():
     most that of an event dominating both curves (their composition)."""
     a, b = (("gaussian", 10), 8.0), (("gaussian", 50), 12.0)
     args = (("laplace", 1), 20.0, 5.0, 1.0, 1e-5)
-    both = selection.selection_epsilon([a, b], *args)
-    each = [selection.selection_epsilon([t], *args) for t in (a, b)]
+    both = calibration.selection_epsilon([a, b], *args)
+    each = [calibration.selection_epsilon([t], *args) for t in (a, b)]
     assert both >= max(each) - 1e-12
     acc = rdp.RdpAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
     dominating = dp_event.ComposedDpEvent([
@@ -97,12 +98,12 @@ def test_k_follows_its_distribution(name, shape):
     """Fixed seed, 40 000 draws: the sample mean within 4 standard errors of
     the requested mean, and a chi-square test of the pmf (bins with >= 20
     expected draws, the tail pooled) not rejected at level 1e-3."""
-    mean, shape = selection.check_k_distribution(name, 5.0, shape)
+    mean, shape = check_k_distribution(name, 5.0, shape)
     rng = np.random.default_rng(2022)
     n = 40_000
-    draws = np.array([selection.draw_k(rng, mean, shape) for _ in range(n)])
+    draws = np.array([draw_k(rng, mean, shape) for _ in range(n)])
     support = np.arange(0, 2000)
-    pmf = selection.k_pmf(support, mean, shape)
+    pmf = k_pmf(support, mean, shape)
     assert pmf.sum() == pytest.approx(1.0, abs=1e-9)
     # the pmf's mean is the mean dp-accounting accounts for
     assert (support * pmf).sum() == pytest.approx(mean, rel=1e-6)
@@ -123,8 +124,8 @@ def test_k_sampler_is_not_a_different_distribution():
     """The chi-square test above can fail: a geometric sampler of the wrong
     mean (6 instead of 5) is rejected."""
     rng = np.random.default_rng(2022)
-    draws = np.array([selection.draw_k(rng, 6.0, 1.0) for _ in range(40_000)])
-    pmf = selection.k_pmf(np.arange(1, 30), 5.0, 1.0)
+    draws = np.array([draw_k(rng, 6.0, 1.0) for _ in range(40_000)])
+    pmf = k_pmf(np.arange(1, 30), 5.0, 1.0)
     observed = np.array([np.sum(draws == k) for k in range(1, 29)] + [np.sum(draws >= 29)])
     exp = 40_000 * np.append(pmf[:-1], 1 - pmf[:-1].sum())
     assert stats.chisquare(observed, exp).pvalue < 1e-6
@@ -141,13 +142,13 @@ def test_k_sampler_is_not_a_different_distribution():
 ])
 def test_bad_k_settings_are_refused_by_name(bad, match):
     with pytest.raises(ValueError, match=match):
-        selection.check_k_distribution(bad["distribution"], bad["mean"], bad.get("shape"))
+        check_k_distribution(bad["distribution"], bad["mean"], bad.get("shape"))
 
 
 @pytest.mark.parametrize("fraction", [0.0, 1.0, -0.1, 1.5, True])
 def test_score_fraction_outside_the_unit_interval_is_refused(fraction):
     with pytest.raises(ValueError, match="score_fraction"):
-        selection.calibrate_selection([("gaussian", 5)], 1.0, 1e-5, 5.0, 1.0, fraction)
+        calibration.calibrate_selection([("gaussian", 5)], 1.0, 1e-5, 5.0, 1.0, fraction)
 
 
 # ---------------------------------------------------------------- sensitivity
@@ -160,7 +161,7 @@ def test_score_sensitivity_on_replace_one_neighbours(metric, clip):
     select_by = "last_objective" if metric == "loss" else "validation"
     rng = np.random.default_rng(0)
     n = 50
-    score = selection.ScoreMechanism(select_by, metric, "laplace", n, clip)
+    score = scores.ScoreMechanism(select_by, metric, "laplace", n, clip)
 
     def values(pred, y):
         if metric == "accuracy":
@@ -182,7 +183,7 @@ def test_score_sensitivity_on_replace_one_neighbours(metric, clip):
     assert worst <= score.sensitivity * (1 + 1e-12)
     assert worst >= 0.5 * score.sensitivity
     if clip is not None:  # the clipping is what bounds it
-        unclipped = selection.ScoreMechanism(select_by, metric, "laplace", n, 1e12)
+        unclipped = scores.ScoreMechanism(select_by, metric, "laplace", n, 1e12)
         X2, y2 = X.copy(), y.copy()
         y2[0] = 1e3
         moved = abs(unclipped.value(values(X2 @ w, y2)) - unclipped.value(values(X @ w, y)))
@@ -190,7 +191,7 @@ def test_score_sensitivity_on_replace_one_neighbours(metric, clip):
 
 
 def test_negative_losses_are_refused():
-    score = selection.ScoreMechanism("last_objective", "loss", "laplace", 2, 1.0)
+    score = scores.ScoreMechanism("last_objective", "loss", "laplace", 2, 1.0)
     with pytest.raises(ValueError, match=">= 0"):
         score.value([-1.0, 0.5])
 
@@ -209,7 +210,7 @@ def test_audit_of_private_selection():
     its claim; the score without noise, or K fixed at its mean instead of
     random (same noise), is caught (lower bound above the claim)."""
     epsilon, delta, mean = 2.0, 1e-5, 10.0
-    cal = selection.calibrate_selection([], epsilon, delta, mean, 1.0, 0.999)
+    cal = calibration.calibrate_selection([], epsilon, delta, mean, 1.0, 0.999)
     z, claim = cal.score_multiplier, cal.epsilon_achieved
     assert claim <= epsilon
 

@@ -25,14 +25,11 @@ from snakemake.utils import validate
 from dpcd import algorithms, plan, privacy
 from dpcd.algorithms import Budget
 from dpcd.problems import make_problem
-from dpcd.sweep.candidate import candidate_spec
-from dpcd.sweep.private_run import (
-    released_id,
-    run_private_chunk,
-    score_mechanism,
-    score_value,
-)
 from dpcd.sweep.problem import SweepProblem
+from dpcd.tuning.candidates import candidate_spec
+from dpcd.tuning.release import released_id
+from dpcd.tuning.scores import score_mechanism, score_value
+from dpcd.tuning.workflow import run_private_chunk
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(REPO, "workflow", "schemas", "config.schema.yaml")
@@ -396,7 +393,7 @@ def test_tables_keep_every_cell_of_a_validation_search():
 # --- one rule for the workflow and dpcd.PrivateSearch ---------------------------
 def _workflow_candidate(solver, relation, problem, grid):
     """The workflow's answer: its planner, then the candidate rule on each
-    configuration's calibration as private_run._search reads it. The spec, or
+    configuration's calibration as dpcd.tuning.workflow._search reads it. The spec, or
     the refusal's message."""
     config = copy.deepcopy(CONFIG)
     exp = config["experiments"]["e"]
@@ -432,7 +429,7 @@ def test_estimator_and_workflow_accept_the_same_candidates(solver, relation):
     under: dpcd.PrivateSearch's candidate rule (training_spec) accepts exactly
     what the workflow's search: private accepts, with the same event."""
     from dpcd.estimators import DPCoordinateDescentRegressor
-    from dpcd.sweep import private_search as ps
+    from dpcd.tuning import candidates
 
     scd = "scd" in solver
     problem = _problem(penalty="l2" if scd else "l1", alpha=0.1 if scd else 0.05,
@@ -449,7 +446,7 @@ def test_estimator_and_workflow_accept_the_same_candidates(solver, relation):
         penalty="l2" if scd else "l1", alpha=0.1 if scd else 0.05,
         **({"bounds": 1.0} if solver == "dp_cd_p" else {}), **grid)
     try:
-        estimator = ps.training_spec(est, problem.n_samples, problem.n_features, 1.0,
+        estimator = candidates.training_spec(est, problem.n_samples, problem.n_features, 1.0,
                                      1e-4)[0]
     except ValueError as err:
         estimator = f"refused: {err}"
@@ -573,8 +570,9 @@ def test_dp_cd_p_candidate_smoothness_from_its_own_stream():
     crude bounds) the same stream adds the same noise, so the estimates differ
     by exactly the clipped means' difference, at most b_j / n each."""
     from dpcd.privacy.smoothness import smoothness_sensitivity
-    from dpcd.sweep.private_run import candidate_smoothness, candidate_streams
-    from dpcd.sweep.private_search import SearchSettings
+    from dpcd.tuning.draws import candidate_streams
+    from dpcd.tuning.settings import SearchSettings
+    from dpcd.tuning.workflow import candidate_smoothness
 
     problem = _problem(n=60, p=5)
     search = SearchSettings(k_mean=3.0).checked()

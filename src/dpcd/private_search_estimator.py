@@ -19,7 +19,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcd.estimators import _seed_of
 from dpcd.leak import warn_nonprivate
-from dpcd.sweep.private_search import SearchSettings, private_search
+from dpcd.tuning.search import private_search
+from dpcd.tuning.settings import SearchSettings
 
 
 def _released(name):

@@ -24,9 +24,9 @@ def run(problem, config, seed, budget, private_smoothness=None):
 
     ``private_smoothness`` holds the estimate released for this seed (in a
     private search: for this candidate, from its own stream,
-    :func:`dpcd.sweep.private_run.candidate_smoothness`) and its ledger line;
+    :func:`dpcd.tuning.workflow.candidate_smoothness`) and its ledger line;
     optimisation gets the rest of epsilon, and both lines add up (a private
-    search composes them in RDP instead, :mod:`dpcd.sweep.candidate`).
+    search composes them in RDP instead, :mod:`dpcd.tuning.candidates`).
     """
     if private_smoothness is None:
         raise ValueError("dp_cd_p needs the private smoothness estimate of its seed")

@@ -33,7 +33,7 @@ cached (a sweep asks for the same (n, passes, ε, δ) thousands of times):
     ``REPLACE_ONE``), RDP only.
 ``("smoothness_gaussian", z_smooth, count_smooth, eps_bound, steps)``
     DP-CD with privately estimated smoothness constants as one release
-    (a private-search candidate, :mod:`dpcd.sweep.candidate`): the Laplace
+    (a private-search candidate, :mod:`dpcd.tuning.candidates`): the Laplace
     release of ``count_smooth`` clipped smoothness means, each of noise
     multiplier ``z_smooth`` (scale / its replace-one sensitivity b_j/n,
     :mod:`dpcd.privacy.smoothness`), preceded, when ``eps_bound`` > 0, by

@@ -364,7 +364,7 @@ def _accounted_spec(spec, epsilon, relation, accountant="auto"):
     Gaussians of the full replace-one sensitivity: a valid bound that forgoes
     amplification by sampling (coupling the two datasets' draws, each step's
     sums differ by at most the sensitivity). The RDP form is what private
-    hyperparameter search composes (:mod:`dpcd.sweep.private_run`)."""
+    hyperparameter search composes (:mod:`dpcd.tuning.workflow`)."""
     if (spec[0] == "poisson_gaussian" and relation == "replace_one"
             and (epsilon > accounting.PLD_MAX_EPSILON or accountant == "rdp")):
         return ("gaussian", spec[-1])

@@ -165,8 +165,8 @@ class Ledger:
         assumes an idealised sampler and a secret seed) or ``"secure"``
         (exact discrete samplers on a grid, see :mod:`dpcd.privacy.secure`).
     selection : dict, optional
-        Private hyperparameter selection (:mod:`dpcd.privacy.selection`): K
-        drawn, its distribution, the split and the score mechanism.
+        Private hyperparameter selection (:mod:`dpcd.tuning`): the
+        law of K (never K), the split and the score mechanism.
     data_split : dict, optional
         Which train/validation division of the data the release trained on
         (e.g. ``{"validation_split": "per_seed", "seed": ...}``): a

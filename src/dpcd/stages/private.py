@@ -13,39 +13,15 @@ from dpcd.stages.common import add_command, read_json
 log = logging.getLogger("dpcd")
 
 
-def tagged_runs(records, spec, problem):
-    """The MLflow runs of a private search's candidates and released runs:
-    :func:`dpcd.tracking.payload.mlflow_runs` with each run's role tags, a
-    name of its own, and, for the released run, the training's noise
-    multiplier as ``privacy.noise_multiplier``: its last mechanism is the
-    score, the one before it the training's steps (DP-GCD: its gradient
-    entry, as its candidates report; DP-CD-P: its Gaussian steps, after its
-    smoothness release)."""
-    from dpcd.tracking.payload import mlflow_runs
-
-    runs = mlflow_runs([record for record, _ in records], spec, problem)
-    for run, (record, tags) in zip(runs, records):
-        run["tags"].update(tags)
-        run["params"]["search"] = "private"
-        cell = f"eps{record.config['epsilon']:g}-passes{record.config['passes']:g}"
-        role = tags["role"]
-        suffix = f"candidate{tags['dpcd.candidate']}" if role == "candidate" else "released"
-        run["name"] = f"{spec['solver']}-private-seed{spec['chunk']}-{cell}-{suffix}"
-        if role == "released":
-            training = record.ledgers[0].mechanisms[-2]
-            run["metrics"] = [m for m in run["metrics"] if m[0] != "privacy.noise_multiplier"]
-            run["metrics"].append(("privacy.noise_multiplier", training.noise_multiplier, 0))
-    return runs
-
-
 def cmd_solve_private(args):
     """Selection seed ``--chunk``'s private searches of one solver entry
-    (:func:`dpcd.sweep.private_run.run_private_chunk`): the released runs'
+    (:func:`dpcd.tuning.workflow.run_private_chunk`): the released runs'
     table, every candidate's and released run for MLflow, the job's timing."""
     from dpcd import algorithms
-    from dpcd.sweep.private_run import run_private_chunk
     from dpcd.sweep.problem import load_problem
+    from dpcd.tracking.payload import private_search_runs
     from dpcd.tracking.runs_file import write_mlflow_runs
+    from dpcd.tuning.workflow import run_private_chunk
 
     from dpcd.privacy import cache
 
@@ -62,14 +38,15 @@ def cmd_solve_private(args):
     table, records = run_private_chunk(spec, args.chunk, problem, reference["objective"],
                                        w_star=w_star)
     split["calibration"] = cache.STATS["seconds"] - calibration0
-    split["kernels"] = float(sum(r.time.sum() for r, t in records if t["role"] == "candidate"))
-    candidates = len(records) - sum(tags["role"] == "released" for _, tags in records)
+    split["kernels"] = float(sum(r.time.sum() for r, role in records
+                                 if role["role"] == "candidate"))
+    candidates = len(records) - sum(role["role"] == "released" for _, role in records)
     log.info("selection seed %d: %d candidates, %d released", args.chunk, candidates,
              len(records) - candidates)
     job = f"{spec['experiment']}/{spec['solver']}/private/chunk{args.chunk}"
     start = time.perf_counter()
     write_mlflow_runs(args.mlflow_runs, job,
-                      tagged_runs(records, {**spec, "chunk": args.chunk}, problem))
+                      private_search_runs(records, {**spec, "chunk": args.chunk}, problem))
     split["mlflow"] = time.perf_counter() - start
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
     split["wall"] = time.perf_counter() - wall
@@ -87,7 +64,12 @@ def cmd_private_compare(args):
 
     import pandas as pd
 
-    from dpcd.report import private_compare as pc
+    from dpcd.report.private import (
+        comparison_markdown,
+        comparison_table,
+        conclusions,
+        plot_comparison,
+    )
     from dpcd.report.tables import read_table
 
     baseline = {p.stem: read_table(p) for p in sorted(Path(args.baseline).glob("*.csv"))}
@@ -102,19 +84,19 @@ def cmd_private_compare(args):
             name: pd.concat([pd.read_parquet(p) for p in files])
             for name in private
             if (files := sorted((root / name).glob("*/private/chunk*.parquet")))}
-    table = pc.comparison_table(baseline, private, **runs)
+    table = comparison_table(baseline, private, **runs)
     if table.empty:
         raise ValueError(f"no experiment in both {args.baseline} and {args.private}")
-    verdicts = pc.conclusions(table)
+    verdicts = conclusions(table)
     atomic_write(args.out, lambda tmp: table.to_csv(tmp, index=False))
     verdict_path = Path(args.out).with_name(Path(args.out).stem + "_conclusions.csv")
     atomic_write(verdict_path, lambda tmp: verdicts.to_csv(tmp, index=False))
-    section = pc.comparison_markdown(table, verdicts)
+    section = comparison_markdown(table, verdicts)
     Path(args.figures).mkdir(parents=True, exist_ok=True)
     for paper in sorted(table["paper"].unique()):
         name = paper.lower().replace(" ", "_").replace("-", "")
         path = Path(args.figures) / f"private_tuning_{name}.png"
-        atomic_write(path, lambda tmp: pc.plot_comparison(table, paper, tmp))
+        atomic_write(path, lambda tmp: plot_comparison(table, paper, tmp))
         section += f"\nFigure: `{path}`.\n"
     if args.section:  # the workflow's rule: the summary rule appends it
         atomic_write(args.section, lambda tmp: Path(tmp).write_text(section))

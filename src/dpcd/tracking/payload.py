@@ -4,7 +4,9 @@
 into what MLflow gets (params, per-pass curves, tags, the privacy ledger
 artifact); the solve job writes them to a runs file
 (:mod:`dpcd.tracking.runs_file`) and the experiment's aggregate job ingests
-that (:mod:`dpcd.tracking.ingest`). Nothing here imports MLflow.
+that (:mod:`dpcd.tracking.ingest`). A private search's runs get the tags of
+their role (:func:`private_search_runs`: candidates, the researcher's private
+record; the released run). Nothing here imports MLflow.
 """
 
 import hashlib
@@ -141,4 +143,46 @@ def mlflow_runs(records, spec, problem):
              "status": record.status, "artifacts": artifacts,
              "start_time": record.start_ms, "end_time": record.end_ms}
         )
+    return runs
+
+
+#: Tag of every candidate run: the researcher's private record, not a release.
+PRIVATE_RECORD = ("candidate run: the researcher's private record, not released; "
+                  "publishing it, or the number of candidates, voids the release's epsilon")
+
+
+def private_search_tags(role):
+    """The MLflow tags of a private search's run from its ``role``
+    (:func:`dpcd.tuning.workflow.run_private_chunk`): a candidate is the
+    researcher's private record; the released run names the configuration it
+    was and carries its noisy score (never K nor the other candidates)."""
+    if role["role"] == "candidate":
+        return {"role": "candidate", "dpcd.search": "private",
+                "dpcd.candidate": str(role["candidate"]), "privacy.released": "false",
+                "privacy.private_record": PRIVATE_RECORD}
+    return {"role": "released", "dpcd.search": "private",
+            "dpcd.released_config_id": role["config_id"], "privacy.released": "true",
+            "privacy.noisy_score": repr(role["noisy_score"])}
+
+
+def private_search_runs(records, spec, problem):
+    """The MLflow runs of a private search's candidates and released runs
+    (``records``: pairs of a run and its role): :func:`mlflow_runs` with each
+    run's tags (:func:`private_search_tags`), a name of its own, and, for the
+    released run, the training's noise multiplier as
+    ``privacy.noise_multiplier``: its last mechanism is the score, the one
+    before it the training's steps (DP-GCD: its gradient entry, as its
+    candidates report; DP-CD-P: its Gaussian steps, after its smoothness
+    release)."""
+    runs = mlflow_runs([record for record, _ in records], spec, problem)
+    for run, (record, role) in zip(runs, records):
+        run["tags"].update(private_search_tags(role))
+        run["params"]["search"] = "private"
+        cell = f"eps{record.config['epsilon']:g}-passes{record.config['passes']:g}"
+        suffix = f"candidate{role['candidate']}" if role["role"] == "candidate" else "released"
+        run["name"] = f"{spec['solver']}-private-seed{spec['chunk']}-{cell}-{suffix}"
+        if role["role"] == "released":
+            training = record.ledgers[0].mechanisms[-2]
+            run["metrics"] = [m for m in run["metrics"] if m[0] != "privacy.noise_multiplier"]
+            run["metrics"].append(("privacy.noise_multiplier", training.noise_multiplier, 0))
     return runs

@@ -1,11 +1,12 @@
 """Which trainings can be private-search candidates: the one rule.
 
-A candidate of repeat-and-select (:mod:`dpcd.privacy.selection`) must be a
-training whose Rényi DP the RDP accountant knows.  :func:`candidate_spec`
-reads that event off a *calibrated ledger* (the workflow's
-``algorithm.calibrate``, or the estimator's data-free calibration in
-:func:`dpcd.sweep.private_search.training_spec`) and refuses, with the
-reason, every other: so the workflow's ``search: private`` and
+A candidate of repeat-and-select (:mod:`dpcd.tuning.calibration`) must be a
+training whose Rényi DP the RDP accountant knows.  :func:`refusal` says
+which solvers cannot be one at all (their spec says why);
+:func:`candidate_spec` reads the event of a configuration off its
+*calibrated ledger* (the workflow's ``algorithm.calibrate``, or the
+estimator's data-free calibration, :func:`calibrated_ledger`) and refuses,
+with the reason, every other: so the workflow's ``search: private`` and
 :class:`dpcd.PrivateSearch` accept exactly the same trainings.  Accepted:
 
 * one Gaussian event under RDP at the ledger's δ: DP-CD and primal DP-SCD
@@ -31,9 +32,28 @@ noise.
 """
 
 import math
-from dataclasses import replace
+from types import SimpleNamespace
 
-from dpcd.privacy import accounting, selection
+import numpy as np
+
+from dpcd import algorithms
+from dpcd.algorithms import Budget
+from dpcd.privacy import accounting
+from dpcd.privacy import calibrate as cal_mod
+from dpcd.problems import make_problem
+
+
+def refusal(solver):
+    """Why ``solver`` cannot be a private-search candidate, or None when it may
+    be (then each configuration's event decides, :func:`candidate_spec`): not
+    a private solver, refused by its spec, or without a calibration of its own."""
+    if solver not in algorithms.names(private=True):
+        return "it is not a private solver"
+    spec = algorithms.get(solver)
+    reason = spec.private_refusal
+    if reason is None and spec.calibrate is None:
+        reason = "it has no calibration of its own"
+    return reason
 
 
 def candidate_spec(ledger, n_samples):
@@ -152,78 +172,6 @@ def _pure_pair_spec(ledger):
     return spec, z
 
 
-def aligned(cal, zs_at, k_mean, shape):
-    """``cal`` with each training's noise multiplier the one its own calibration
-    gives at ``cal.train_epsilon`` (``zs_at(eps) -> {spec: z}``; DP-GCD searches
-    its ε′ itself, a few 1e-9 from the selection's search) and the total
-    recomputed from them; ``train_epsilon`` lowered by 1e-6 (then 1e-5, ...)
-    until the total meets the target. Never more than the target: what runs is
-    what is accounted."""
-    eps_t = cal.train_epsilon
-    for attempt in range(6):
-        zs = zs_at(eps_t)
-        total = selection.selection_epsilon(list(zs.items()), cal.score_spec,
-                                            cal.score_multiplier, k_mean, shape, cal.delta,
-                                            cal.relation)
-        if total <= cal.epsilon:
-            return replace(cal, train_epsilon=eps_t, train_multipliers=zs,
-                           epsilon_achieved=total)
-        eps_t *= 1.0 - 1e-6 * 10**attempt
-    raise RuntimeError(f"the trainings' own calibrations overshoot the target {cal.epsilon}")
-
-
-def calibrate_candidates(ledger_of, keys, n_samples, epsilon, delta, k_mean, shape,
-                         score_fraction, score_noise, check_relation=None):
-    """The selection's calibration over the candidates ``keys`` (every
-    configuration of the grid, drawn or not: the mixture), for the workflow
-    and the estimator alike.
-
-    ``ledger_of(key, eps)`` is a configuration's calibrated training ledger at
-    ``eps``; its event is read by :func:`candidate_spec`. DP-CD-P's event
-    changes with its budget (its smoothness release spends a fraction of it):
-    the selection then searches the trainings' own calibrations. The
-    candidates must share one neighbouring relation (``check_relation(rel)``
-    may refuse it further).
-
-    Returns
-    -------
-    cal : SelectionCalibration
-        :func:`aligned` with the trainings' own multipliers.
-    specs : dict
-        key -> (spec, z) of each training at ``cal.train_epsilon``.
-    private_smoothness : bool
-        Whether the candidates release their own smoothness constants.
-    """
-    def specs_at(eps):
-        out, relations = {}, set()
-        for key in keys:
-            ledger = ledger_of(key, eps)
-            out[key] = candidate_spec(ledger, n_samples)
-            relations.add(ledger.neighbouring)
-        return out, relations
-
-    def zs_at(eps_t):  # the trainings' own calibrations (DP-GCD: its eps'; DP-CD-P: its split)
-        zs = {}
-        for spec, z in specs_at(eps_t)[0].values():
-            zs[spec] = min(z, zs.get(spec, math.inf))
-        return zs
-
-    specs, relations = specs_at(epsilon)
-    private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
-    if len(relations) != 1:
-        raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
-    relation = relations.pop()
-    if check_relation is not None:
-        check_relation(relation)
-    cal = selection.calibrate_selection(
-        [s for s, _ in specs.values()], epsilon, delta, k_mean, shape, score_fraction,
-        score_noise, relation, trainings_at=zs_at if private_smoothness else None)
-    cal = aligned(cal, zs_at, k_mean, shape)
-    if private_smoothness:
-        specs = specs_at(cal.train_epsilon)[0]
-    return cal, specs, private_smoothness
-
-
 def check_trained(ledger, n_samples, accounted, z_accounted):
     """The fitted candidate's ledger is the accounted event, its noise not below."""
     got, z = candidate_spec(ledger, n_samples)
@@ -233,4 +181,61 @@ def check_trained(ledger, n_samples, accounted, z_accounted):
     return got, z
 
 
-__all__ = ["aligned", "calibrate_candidates", "candidate_spec", "check_trained"]
+# ------------------------------------------------------------------ the estimator's trainings
+def _relation(estimator):
+    rel = estimator.neighbouring
+    if rel == "paper":
+        rel = cal_mod.paper_relation(estimator.solver, cal_mod.PRIVATE_SAMPLING.get(
+            estimator.solver, "none"))
+    return rel
+
+
+def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
+    """The ledger of ``estimator``'s training calibrated at (``epsilon``,
+    ``delta``) under the RDP accountant, from its settings and the data's
+    shape only (no record is read): its algorithm's own ``calibrate`` on a
+    probe of unit smoothness constants (the noise multipliers do not depend
+    on them: thresholds and noise scale together); for ``dp_cd_p``, the
+    release of its ``n_features`` constants (and of a feature bound when
+    ``bounds`` is None) at the estimator's ``smoothness_fraction``.
+    ``ValueError`` for a solver without a calibration of its own, naming the
+    reason."""
+    solver = estimator.solver
+    reason = refusal(solver)
+    if reason is not None:
+        raise ValueError(f"solver={solver!r} cannot be a private-search candidate: {reason}")
+    spec = algorithms.get(solver)
+    if getattr(estimator, "noise", "fast") != "fast":
+        raise ValueError("noise: private search runs with noise='fast' only")
+    relation = _relation(estimator)
+    spec.check_neighbouring(relation)
+    config = {**estimator._config(spec, epsilon), "passes": estimator.passes}
+    p = n_features + bool(estimator.fit_intercept)
+    _, penalty = make_problem(estimator._loss, "l2" if spec.record_norm else estimator.penalty,
+                              estimator._internal_alpha(), estimator.l1_ratio)
+    probe = SimpleNamespace(n_samples=n_samples, n_features=p, smoothness=np.ones(p),
+                            penalty=penalty)
+    extra = {}
+    if spec.smoothness == "private":  # each fit releases its own constants (not the
+        # intercept's, public), after a private feature bound without public bounds
+        config["smoothness_fraction"] = float(estimator.smoothness_fraction)
+        extra = {"smoothness_count": n_features, "private_bound": estimator.bounds is None}
+    try:
+        return spec.calibrate(probe, config, Budget(epsilon, delta, "rdp", relation),
+                              **extra).ledger
+    except ValueError as err:
+        raise ValueError(f"solver={solver!r} cannot be a private-search candidate with "
+                         f"neighbouring={relation!r}: {err}") from err
+
+
+def training_spec(estimator, n_samples, n_features, epsilon=1.0, delta=None):
+    """Accounting spec of ``estimator``'s training and its relation, by the
+    rule the workflow applies (:func:`candidate_spec` on
+    :func:`calibrated_ledger`); ``ValueError`` with the reason for trainings
+    repeat-and-select cannot compose."""
+    delta = 1.0 / n_samples ** 2 if delta is None else delta
+    ledger = calibrated_ledger(estimator, n_samples, n_features, epsilon, delta)
+    return candidate_spec(ledger, n_samples)[0], ledger.neighbouring
+
+
+__all__ = ["calibrated_ledger", "candidate_spec", "check_trained", "refusal", "training_spec"]

@@ -1,17 +1,17 @@
 """``search: private`` in the workflow: one selection seed's private searches.
 
 For each (epsilon, passes) of a solver entry, one private search (Papernot &
-Steinke 2022; :mod:`dpcd.privacy.selection`) on the experiment's problem:
+Steinke 2022; :mod:`dpcd.tuning`) on the experiment's problem:
 
 1. every configuration of the grid at that (epsilon, passes) is a possible
    candidate; its training event is read off its calibration under the RDP
-   accountant (:func:`dpcd.sweep.candidate.candidate_spec`, the rule
+   accountant (:func:`dpcd.tuning.candidates.candidate_spec`, the rule
    :class:`dpcd.PrivateSearch` shares: the ``dp_accounting`` event the
    calibration accounted, or a refusal with the reason);
-2. :func:`dpcd.privacy.selection.calibrate_selection` splits the target
+2. :func:`dpcd.tuning.calibration.calibrate_selection` splits the target
    between training and score and finds the training's per-candidate ε;
 3. K and K configurations are drawn from the search's seed only
-   (:func:`dpcd.sweep.private_search.draw_search`; the seed is the selection
+   (:func:`dpcd.tuning.draws.draw_search`; the seed is the selection
    seed and the cell's identity, never the data);
 4. each candidate runs as the sweep runs a configuration (its algorithm's
    ``run`` with the calibrated budget, its own stream), its ledger checked
@@ -30,18 +30,15 @@ not part of the release.
 """
 
 import functools
-import math
 import time as clock
 
 import numpy as np
 
 from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
-from dpcd.privacy import selection
 from dpcd.problems import make_problem
-from dpcd.sweep.candidate import calibrate_candidates, check_trained
-from dpcd.sweep.grid import config_id, configurations, run_entropy, run_identity, run_seed
-from dpcd.sweep.private_search import SearchSettings, candidate_entropy, draw_search
+from dpcd.sweep.grid import config_id, configurations, run_seed
+from dpcd.sweep.problem import SeedProblems
 from dpcd.sweep.run import (
     ConfigRecord,
     _holdout,
@@ -53,80 +50,12 @@ from dpcd.sweep.run import (
     resolve_delta,
     support_counts,
 )
-from dpcd.sweep.problem import SeedProblems
-
-#: Prefix of the released runs' config_id,
-#: ``private_search_<solver entry>_eps<epsilon>_passes<passes>``: the tables'
-#: one "configuration" per (solver, epsilon, passes), its seeds the selection
-#: seeds (its hyperparameter columns: each selection seed's released ones).
-#: Unique per cell, as the tables key runs by (solver, config_id, seed_index).
-RELEASED_ID = "private_search"
-
-
-def released_id(solver, epsilon, passes):
-    """config_id of the released runs of solver entry ``solver`` at one cell."""
-    return f"{RELEASED_ID}_{solver}_eps{float(epsilon):g}_passes{float(passes):g}"
-
-#: Tag of every candidate run: the researcher's private record, not a release.
-PRIVATE_RECORD = ("candidate run: the researcher's private record, not released; "
-                  "publishing it, or the number of candidates, voids the release's epsilon")
-
-# B when search_private.score_clip is null: the loss of the zero model on a
-# unit label for the workflow's datafits (squares has no 1/2), a constant.
-DEFAULT_SCORE_CLIP = {"squares": 1.0, "logistic": math.log(2.0), "hinge": 1.0}
-
-
-def score_mechanism(problem, select_by, noise, clip=None, clip_from_data=False,
-                    relation="replace_one"):
-    """The candidates' score on the workflow's problem, private under ``relation``.
-
-    ``last_objective``: the training objective with each record's loss
-    clipped to B, ``(1/n) Σ min(ℓ_i(w), B) + R(w)`` (sensitivity B/n; n the
-    public n of the problem, fixed also under add-or-remove-one);
-    ``validation``: accuracy on the validation rows (1/n_val) for
-    classification, their squared error clipped to B (B/n_val) for squares.
-    """
-    if select_by == "last_objective":
-        b = DEFAULT_SCORE_CLIP[problem.loss] if clip is None else float(clip)
-        return selection.ScoreMechanism("last_objective", "loss", noise, problem.n_samples, b,
-                                        clip_from_data, relation)
-    if problem.X_val is None:
-        raise ValueError("select_by: validation needs a variant with a validation split")
-    if problem.loss == "squares":
-        b = 1.0 if clip is None else float(clip)
-        return selection.ScoreMechanism("validation", "squared_error", noise,
-                                        len(problem.y_val), b, clip_from_data, relation)
-    return selection.ScoreMechanism("validation", "accuracy", noise, len(problem.y_val),
-                                    relation=relation)
-
-
-def score_value(problem, score, w):
-    """The exact score of the final iterate ``w`` (before noise). A diverged
-    model's losses count as B and its penalty as infinite (never selected
-    over a finite one); the sensitivity is unchanged."""
-    w = np.asarray(w, dtype=np.float64)
-    if score.metric == "accuracy":
-        margin = np.asarray(problem.X_val @ w).ravel()
-        return score.value(np.where(margin >= 0, 1.0, -1.0) == problem.y_val)
-    if score.metric == "squared_error":
-        r = np.asarray(problem.X_val @ w).ravel() - problem.y_val
-        losses = r * r
-    else:
-        losses = problem.datafit.loss(problem.y, np.asarray(problem.X @ w).ravel())
-    losses = np.where(np.isnan(losses), score.clip, losses)
-    penalty = 0.0
-    if score.metric == "loss":
-        penalty = float(problem.penalty.value(w)) if np.all(np.isfinite(w)) else math.inf
-    return score.value(losses, penalty)
-
-
-def search_seed(spec, selection_seed, epsilon, passes):
-    """The integer seed of one cell's search: the selection seed and the cell's
-    identity (experiment, solver, epsilon, passes), so cells draw independently."""
-    identity = run_identity(spec["experiment"], {"solver": spec["solver"],
-                                                 "epsilon": float(epsilon), "passes": passes},
-                            stream="private_search")
-    return int(np.random.SeedSequence(run_entropy(selection_seed, identity)).generate_state(1)[0])
+from dpcd.tuning.calibration import calibrate_candidates
+from dpcd.tuning.candidates import check_trained
+from dpcd.tuning.draws import candidate_streams, draw_search, search_seed
+from dpcd.tuning.release import released_id, selection_ledger
+from dpcd.tuning.scores import score_mechanism, score_value
+from dpcd.tuning.settings import SearchSettings
 
 
 def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
@@ -136,9 +65,12 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
     -------
     table : pandas.DataFrame
         The released runs' rows (config_id :func:`released_id`, seed_index =
-        ``chunk``, column ``k``: candidates run, ``role``: released).
+        ``chunk``, ``role``: released, ``noisy_score``).
     records : list of (ConfigRecord, dict)
-        Every candidate's run and the released one, with their MLflow tags.
+        Every candidate's run and the released one, with its role in the
+        search (``{"role": "candidate", "candidate": index}`` or ``{"role":
+        "released", "config_id": ..., "noisy_score": ...}``), which
+        :func:`dpcd.tracking.payload.private_search_runs` turns into MLflow tags.
     """
     settings = spec["search_private"]
     name = spec.get("adapter", spec["solver"])
@@ -207,35 +139,21 @@ def _search(spec, algorithm, problem, configs, search, score_under, epsilon, pas
         noisy = score.noisy(score_value(problem, score, result.w), cal.score_multiplier,
                             np.random.default_rng(score_ss))
         record = _record(config, config_id(config), result, ledger, problem, f_star, start)
-        tags = {"role": "candidate", "dpcd.search": "private", "dpcd.candidate": str(index),
-                "privacy.released": "false", "privacy.private_record": PRIVATE_RECORD}
-        records.append((record, tags))
+        records.append((record, {"role": "candidate", "candidate": index}))
         if best is None or (noisy > best[0] if score.higher_is_better else noisy < best[0]):
             best = (noisy, config, result, ledger, record)
     if best is None:  # K = 0 (Poisson): nothing is released
         return None
     noisy, config, result, ledger, record = best
-    whole = selection.selection_ledger(cal, score, ledger, search.k_distribution,
-                                       algorithm=f"private_search({spec['solver']})")
+    whole = selection_ledger(cal, score, ledger, search.k_distribution,
+                             algorithm=f"private_search({spec['solver']})")
     out = ConfigRecord(config, released_id(spec["solver"], epsilon, passes), record.status,
                        record.objective, record.rel_error,
                        record.time, [whole], record.holdout, record.start_ms, record.end_ms)
-    tags = {"role": "released", "dpcd.search": "private",
-            "dpcd.released_config_id": config_id(config), "privacy.released": "true",
-            "privacy.noisy_score": repr(noisy)}
-    records.append((out, tags))
+    records.append((out, {"role": "released", "config_id": config_id(config),
+                          "noisy_score": noisy}))
     support = support_counts(result.w, w_star) if w_star is not None else None
     return out, result, noisy, support
-
-
-def candidate_streams(seed, search, epsilon, delta, n_configs, index, config):
-    """Candidate ``index``'s three streams: its training, its score's noise and
-    (DP-CD-P) its smoothness release, spawned from its own entropy
-    (:func:`dpcd.sweep.private_search.candidate_entropy`: the search's seed,
-    the candidate's index and configuration, never the data); the first two
-    are those of a two-stream spawn, so other candidates' draws are unchanged."""
-    return np.random.SeedSequence(candidate_entropy(
-        seed, search, epsilon, delta, n_configs, index, config)).spawn(3)
 
 
 def candidate_smoothness(problem, fraction, epsilon, stream):
@@ -276,3 +194,6 @@ def _released_rows(spec, released, chunk, selection_seed, delta, problem):
         columns[name] = np.nan if support is None else float(support[i])
     columns.update(role="released", noisy_score=noisy)
     return columns
+
+
+__all__ = ["candidate_smoothness", "run_private_chunk"]

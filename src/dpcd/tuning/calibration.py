@@ -1,0 +1,378 @@
+"""The noise of a private search: repeat-and-select calibrated to (ε, δ).
+
+Data-free, like :mod:`dpcd.privacy.calibrate`: from the candidates' training
+events (:mod:`dpcd.tuning.candidates`), the score mechanism
+(:mod:`dpcd.tuning.scores`) and the law of K (:mod:`dpcd.tuning.draws`), it
+finds the noise of both parts for a target (ε, δ) through ``dp_accounting``,
+whose RDP accountant implements Papernot & Steinke's bounds (arXiv
+2110.03620, Theorems 2 and 6) as ``RepeatAndSelectDpEvent(event, mean,
+shape)``.
+
+Calibration
+-----------
+The target (ε, δ) is split by ``score_fraction`` f: the score's noise is the
+smallest whose repeat-and-select release *alone* would cost f·ε at δ; the
+training's noise is then found numerically (bisection over the training's
+per-candidate ε at δ, each configuration calibrated through
+:func:`dpcd.privacy.accounting.calibrate_multiplier`) so that the whole
+repeat-and-select release meets ε, never above.  Configurations of a grid
+may have different training events (e.g. different passes); the candidate,
+a data-independent mixture of them, has at each Rényi order at most the
+largest of their Rényi divergences (quasi-convexity, van Erven & Harremoës
+2014, Thm 13), and that per-order maximum is what repeat-and-select is
+applied to.  With one training event this is exactly ``dp_accounting``'s
+``RepeatAndSelectDpEvent`` (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from dpcd.privacy import accounting, cache
+from dpcd.privacy.validation import check_delta, check_epsilon
+from dpcd.tuning.candidates import candidate_spec
+from dpcd.tuning.scores import SCORE_NOISES
+
+
+# ------------------------------------------------------------------ accounting
+def _composed(train_spec, train_z, score_spec, score_z):
+    from dp_accounting import dp_event
+
+    events = [accounting.make_event(score_spec, score_z)]
+    if train_spec is not None:
+        events.insert(0, accounting.make_event(train_spec, train_z))
+    return dp_event.ComposedDpEvent(events)
+
+
+def candidate_event(train_spec, train_z, score_spec, score_z):
+    """A candidate's ``dp_accounting`` event: training, then its score."""
+    return _composed(train_spec, train_z, score_spec, score_z)
+
+
+def selection_event(train_spec, train_z, score_spec, score_z, mean, shape):
+    """``RepeatAndSelectDpEvent(candidate_event, mean, shape)``."""
+    from dp_accounting import dp_event
+
+    return dp_event.RepeatAndSelectDpEvent(
+        candidate_event(train_spec, train_z, score_spec, score_z), float(mean), float(shape))
+
+
+def _rdp_relation(train_spec, relation):
+    """Name of the accountant relation for a candidate with ``train_spec``."""
+    if train_spec is None:
+        return "ADD_OR_REMOVE_ONE"  # sensitivity-normalised score only
+    return accounting.accountant_relation(train_spec, relation, "rdp")
+
+
+def selection_epsilon(trainings, score_spec, score_z, mean, shape, delta,
+                      relation="replace_one") -> float:
+    """ε at ``delta`` of repeat-and-select over candidates whose training is
+    one of ``trainings`` (pairs (spec, z), drawn independently of the data).
+
+    One pair: ``dp_accounting``'s RDP accountant on
+    ``RepeatAndSelectDpEvent``.  Several: the per-order maximum of the
+    candidates' RDP curves (see module docstring), then dp_accounting's
+    repeat-and-select bound and RDP-to-(ε, δ) conversion on it.
+    """
+    trainings = list(dict.fromkeys((s, float(z)) for s, z in trainings)) or [(None, 0.0)]
+    return _selection_epsilon(tuple(trainings), score_spec, float(score_z), float(mean),
+                              float(shape), float(delta), relation)
+
+
+def _accountant(train_spec, relation):
+    return accounting.new_accountant("rdp", _rdp_relation(train_spec, relation))
+
+
+def _selection_epsilon(trainings, score_spec, score_z, mean, shape, delta, relation):
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    if len(trainings) == 1:
+        spec, z = trainings[0]
+        acc = _accountant(spec, relation)
+        acc.compose(selection_event(spec, z, score_spec, score_z, mean, shape))
+        return float(acc.get_epsilon(delta))
+    curves = []
+    for spec, z in trainings:
+        acc = _accountant(spec, relation)
+        acc.compose(candidate_event(spec, z, score_spec, score_z))
+        # dp_accounting keeps the composed curve at its default orders
+        curves.append(np.asarray(acc._rdp, dtype=float))
+        orders = np.asarray(acc._orders, dtype=float)
+    worst = np.max(curves, axis=0)
+    out = rdp._compute_rdp_repeat_and_select(orders, worst, mean, shape)
+    return float(rdp.compute_epsilon(orders, out, delta)[0])
+
+
+@dataclass(frozen=True)
+class SelectionCalibration:
+    """Noise of private selection meeting a target (ε, δ).
+
+    Attributes
+    ----------
+    train_epsilon : float
+        Per-candidate training target (at ``delta``, RDP accountant) each
+        configuration is calibrated to; the training noise follows.
+    train_multipliers : dict
+        Training spec -> noise multiplier.
+    score_multiplier : float
+        Score noise scale / score sensitivity.
+    score_epsilon : float
+        ε of the score's repeat-and-select release alone (≤ f·ε).
+    epsilon_achieved : float
+        ε at ``delta`` of the whole release (≤ ``epsilon``).
+    epsilon, delta, mean, shape, score_fraction : float
+    relation : str
+    """
+
+    train_epsilon: float
+    train_multipliers: dict
+    score_multiplier: float
+    score_epsilon: float
+    epsilon_achieved: float
+    epsilon: float
+    delta: float
+    mean: float
+    shape: float
+    score_fraction: float
+    relation: str
+    score_spec: tuple = field(default=("laplace", 1))
+
+    def trainings(self):
+        return list(self.train_multipliers.items())
+
+
+def check_score_fraction(score_fraction) -> float:
+    """``score_fraction`` as a float in (0, 1), or a ``ValueError`` naming it."""
+    ok = isinstance(score_fraction, (int, float, np.number)) and \
+        not isinstance(score_fraction, bool) and 0 < score_fraction < 1
+    if not ok:
+        raise ValueError(f"score_fraction must be a number in (0, 1), got {score_fraction!r}")
+    return float(score_fraction)
+
+
+def _bisect(feasible, lo, hi, iterations=60):
+    """Largest x in [lo, hi] (log scale) with ``feasible(x)``; ``feasible(lo)``
+    holds and ``feasible(hi)`` does not.  Returns the feasible end."""
+    for _ in range(iterations):
+        mid = math.sqrt(lo * hi)
+        if feasible(mid):
+            lo = mid
+        else:
+            hi = mid
+        if hi / lo < 1 + 1e-7:
+            break
+    return lo
+
+
+def calibrate_selection(train_specs, epsilon, delta, mean, shape, score_fraction,
+                        score_noise="laplace", relation="replace_one",
+                        trainings_at=None) -> SelectionCalibration:
+    """Calibrate private selection to (``epsilon``, ``delta``).
+
+    Parameters
+    ----------
+    train_specs : sequence of tuple
+        Accounting specs (:mod:`dpcd.privacy.accounting`) of the
+        configurations' trainings; empty for candidates without training
+        noise (a score-only mechanism, as in the audit).
+    epsilon, delta : float
+        Target of the whole release (all candidates, selection included).
+    mean, shape : float
+        Distribution of K (:func:`dpcd.tuning.draws.check_k_distribution`).
+    score_fraction : float in (0, 1)
+        f: the score's noise alone would spend f·ε under repeat-and-select.
+    score_noise : {"laplace", "gaussian"}
+    relation : str
+        Neighbouring relation of the trainings.
+    trainings_at : callable, optional
+        ``trainings_at(eps_t) -> {spec: z}``: the trainings' own calibrations
+        at per-candidate ε ``eps_t``, for trainings whose event changes with
+        their budget (DP-CD-P: its smoothness release spends a fraction of
+        ``eps_t``, so its spec does); ``train_specs`` are then those at
+        ``epsilon``. Default: each of ``train_specs`` calibrated by
+        :func:`dpcd.privacy.accounting.calibrate_multiplier` at ``eps_t``.
+
+    Returns
+    -------
+    SelectionCalibration
+    """
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    f = check_score_fraction(score_fraction)
+    if score_noise not in SCORE_NOISES:
+        raise ValueError(f"score_noise must be one of {', '.join(SCORE_NOISES)}, "
+                         f"got {score_noise!r}")
+    specs = tuple(dict.fromkeys(tuple(s) for s in train_specs))
+    for spec in specs:
+        if "rdp" not in accounting.supported_accountants(spec, relation):
+            raise ValueError(f"neighbouring: training event {spec} under {relation} has no "
+                             "RDP accountant, which repeat-and-select needs")
+    score_spec = (score_noise, 1)
+
+    def score_eps(z):
+        return selection_epsilon([], score_spec, z, mean, shape, delta, relation)
+
+    # score: smallest multiplier with eps <= f * epsilon (largest 1/z feasible)
+    target = f * epsilon
+    hi_inv = 1.0
+    while score_eps(1.0 / hi_inv) <= target:
+        hi_inv *= 2.0
+        if hi_inv > 1e6:
+            raise ValueError(f"epsilon={epsilon}: the score needs almost no noise; refusing")
+    lo_inv = hi_inv
+    while score_eps(1.0 / lo_inv) > target:
+        lo_inv /= 2.0
+        if lo_inv < 1e-9:
+            raise ValueError(f"score_fraction={f}: the score cannot meet {target:g} "
+                             f"with k_mean={mean}")
+    z_score = 1.0 / _bisect(lambda inv: score_eps(1.0 / inv) <= target, lo_inv, hi_inv)
+    s_eps = score_eps(z_score)
+
+    if not specs:
+        return SelectionCalibration(0.0, {}, z_score, s_eps, s_eps, epsilon, delta, mean,
+                                    shape, f, relation, score_spec)
+    if trainings_at is None:
+        # a function of these inputs alone, the same in every selection seed's
+        # job of a grid: computed once per cache (DPCD_CALIBRATION_CACHE)
+        inputs = {"specs": [list(s) for s in specs], "epsilon": epsilon, "delta": delta,
+                  "mean": mean, "shape": shape, "score_fraction": f,
+                  "score_noise": score_noise, "relation": relation}
+        eps_t, zs, achieved = cache.cached("calibrate_selection", inputs, lambda: _to_json(
+            *_train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec,
+                           z_score, None)))
+        zs = {_as_tuple(s): z for s, z in zs}
+    else:
+        eps_t, zs, achieved = _train_search(specs, epsilon, delta, mean, shape, f, relation,
+                                            score_spec, z_score, trainings_at)
+    return SelectionCalibration(eps_t, zs, z_score, s_eps, achieved, epsilon, delta, mean,
+                                shape, f, relation, score_spec)
+
+
+def _as_tuple(value):
+    """A spec read back from JSON: its lists as the tuples they were."""
+    return tuple(_as_tuple(v) for v in value) if isinstance(value, list) else value
+
+
+def _to_json(eps_t, zs, achieved):
+    return [eps_t, [[list(s), z] for s, z in zs.items()], achieved]
+
+
+def _train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec, z_score,
+                  trainings_at):
+    """The per-candidate training epsilon (largest with the whole release at
+    most ``epsilon``), the trainings' multipliers there and the total."""
+    def multipliers(eps_t):
+        if trainings_at is not None:
+            zs = trainings_at(eps_t)
+            for spec in zs:
+                if "rdp" not in accounting.supported_accountants(spec, relation):
+                    raise ValueError(f"neighbouring: training event {spec} under {relation} "
+                                     "has no RDP accountant, which repeat-and-select needs")
+            return zs
+        return {s: accounting.calibrate_multiplier(s, eps_t, delta, "rdp", relation)[0]
+                for s in specs}
+
+    def total(eps_t):
+        return selection_epsilon(list(multipliers(eps_t).items()), score_spec, z_score,
+                                 mean, shape, delta, relation)
+
+    # total(eps_t) >= eps_t (repeat-and-select only adds): eps_t < epsilon
+    lo, hi = 1e-3 * epsilon, epsilon
+    if total(lo) > epsilon:
+        raise ValueError(f"score_fraction={f}, k_mean={mean}: the target epsilon={epsilon} "
+                         "leaves no budget for training; lower score_fraction or k_mean")
+    if total(hi) <= epsilon:
+        eps_t = hi
+    else:  # Brent on log eps_t (as accounting._calibrate), then the feasible side
+        from scipy import optimize
+
+        def gap(log_e):
+            return total(math.exp(log_e)) - epsilon
+
+        root = optimize.brentq(gap, math.log(lo), math.log(hi), xtol=1e-7)
+        eps_t = next((math.exp(x) for x in (root, root - 1e-7, root - 1e-6)
+                      if total(math.exp(x)) <= epsilon),
+                     _bisect(lambda e: total(e) <= epsilon, lo, math.exp(root)))
+    zs = multipliers(eps_t)
+    achieved = total(eps_t)
+    if achieved > epsilon:  # unreachable: bisection keeps the feasible end
+        raise RuntimeError(f"selection calibration overshoot: {achieved} > {epsilon}")
+    return eps_t, zs, achieved
+
+
+# ------------------------------------------------------------------ over a grid's candidates
+def aligned(cal, zs_at, k_mean, shape):
+    """``cal`` with each training's noise multiplier the one its own calibration
+    gives at ``cal.train_epsilon`` (``zs_at(eps) -> {spec: z}``; DP-GCD searches
+    its ε′ itself, a few 1e-9 from the selection's search) and the total
+    recomputed from them; ``train_epsilon`` lowered by 1e-6 (then 1e-5, ...)
+    until the total meets the target. Never more than the target: what runs is
+    what is accounted."""
+    eps_t = cal.train_epsilon
+    for attempt in range(6):
+        zs = zs_at(eps_t)
+        total = selection_epsilon(list(zs.items()), cal.score_spec, cal.score_multiplier,
+                                  k_mean, shape, cal.delta, cal.relation)
+        if total <= cal.epsilon:
+            return replace(cal, train_epsilon=eps_t, train_multipliers=zs,
+                           epsilon_achieved=total)
+        eps_t *= 1.0 - 1e-6 * 10**attempt
+    raise RuntimeError(f"the trainings' own calibrations overshoot the target {cal.epsilon}")
+
+
+def calibrate_candidates(ledger_of, keys, n_samples, epsilon, delta, k_mean, shape,
+                         score_fraction, score_noise, check_relation=None):
+    """The selection's calibration over the candidates ``keys`` (every
+    configuration of the grid, drawn or not: the mixture), for the workflow
+    and the estimator alike.
+
+    ``ledger_of(key, eps)`` is a configuration's calibrated training ledger at
+    ``eps``; its event is read by :func:`candidate_spec`. DP-CD-P's event
+    changes with its budget (its smoothness release spends a fraction of it):
+    the selection then searches the trainings' own calibrations. The
+    candidates must share one neighbouring relation (``check_relation(rel)``
+    may refuse it further).
+
+    Returns
+    -------
+    cal : SelectionCalibration
+        :func:`aligned` with the trainings' own multipliers.
+    specs : dict
+        key -> (spec, z) of each training at ``cal.train_epsilon``.
+    private_smoothness : bool
+        Whether the candidates release their own smoothness constants.
+    """
+    def specs_at(eps):
+        out, relations = {}, set()
+        for key in keys:
+            ledger = ledger_of(key, eps)
+            out[key] = candidate_spec(ledger, n_samples)
+            relations.add(ledger.neighbouring)
+        return out, relations
+
+    def zs_at(eps_t):  # the trainings' own calibrations (DP-GCD: its eps'; DP-CD-P: its split)
+        zs = {}
+        for spec, z in specs_at(eps_t)[0].values():
+            zs[spec] = min(z, zs.get(spec, math.inf))
+        return zs
+
+    specs, relations = specs_at(epsilon)
+    private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
+    if len(relations) != 1:
+        raise ValueError(f"neighbouring: the grid mixes relations {sorted(relations)}")
+    relation = relations.pop()
+    if check_relation is not None:
+        check_relation(relation)
+    cal = calibrate_selection(
+        [s for s, _ in specs.values()], epsilon, delta, k_mean, shape, score_fraction,
+        score_noise, relation, trainings_at=zs_at if private_smoothness else None)
+    cal = aligned(cal, zs_at, k_mean, shape)
+    if private_smoothness:
+        specs = specs_at(cal.train_epsilon)[0]
+    return cal, specs, private_smoothness
+
+
+__all__ = ["SelectionCalibration", "aligned", "calibrate_candidates", "calibrate_selection",
+           "candidate_event", "check_score_fraction", "selection_epsilon", "selection_event"]
