@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpcd.report.tables import RELATION, with_relation
-from dpcd.sweep.metrics import HIGHER_IS_BETTER
+from dpcd.problems.metrics import HIGHER_IS_BETTER
 
 # a: the paper's method (every solver label a or a_<variant>: DP-GCD's rules);
 # b: its rivals (labels starting with one, "dp_sgd (aor)" included);

@@ -139,7 +139,7 @@ def replay_staged(runs, grids, select_by, keep, stride=1, refine=2, fidelity=1, 
         Stage -> number of configurations it runs.
     """
     from dpcd.plan import prefix_passes
-    from dpcd.sweep.grid import config_id
+    from dpcd.streams import config_id
     from dpcd.sweep.search import coarse_configurations, refine_configurations
 
     first = runs[runs["seed_index"] == 0]

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpcd.algorithms import table_hyperparameters
-from dpcd.sweep.metrics import HIGHER_IS_BETTER
+from dpcd.problems.metrics import HIGHER_IS_BETTER
 
 SELECT_BY = ("last_objective", "validation")
 

@@ -38,9 +38,11 @@ import numpy as np
 from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
 from dpcd.privacy import selection
+from dpcd.privacy.ledger import nonprivate_inputs
 from dpcd.problems import make_problem
 from dpcd.sweep.candidate import calibrate_candidates, check_trained
-from dpcd.sweep.grid import config_id, configurations, run_entropy, run_identity, run_seed
+from dpcd.sweep.grid import configurations
+from dpcd.streams import config_id, run_entropy, run_identity, run_seed
 from dpcd.sweep.private_search import SearchSettings, candidate_entropy, draw_search
 from dpcd.sweep.run import (
     ConfigRecord,
@@ -49,7 +51,6 @@ from dpcd.sweep.run import (
     _stack_rows,
     _tidy_rows,
     epsilons_of,
-    nonprivate_inputs,
     resolve_delta,
     support_counts,
 )

@@ -58,7 +58,8 @@ from dpcd.privacy import selection
 from dpcd.privacy.ledger import Ledger
 from dpcd.problems import make_problem
 from dpcd.sweep.candidate import calibrate_candidates, candidate_spec, check_trained
-from dpcd.sweep.grid import expand_grid, run_entropy
+from dpcd.sweep.grid import expand_grid
+from dpcd.streams import run_entropy
 
 #: The solvers that can be candidates (the workflow's list, dpcd.plan); which
 #: of their settings can is decided per configuration by candidate_spec.

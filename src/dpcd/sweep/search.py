@@ -16,7 +16,8 @@ A spec names its stage, its ``stride`` and the selection CSV it reads
 import csv
 
 from dpcd.plan import axis_stride, coarse_indices
-from dpcd.sweep.grid import config_id, expand_grid
+from dpcd.sweep.grid import expand_grid
+from dpcd.streams import config_id
 
 
 def read_selection(path, solvers):
