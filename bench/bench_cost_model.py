@@ -23,7 +23,8 @@ import scipy.sparse as sp
 import yaml
 
 from dpcd.problems import make_problem
-from dpcd.sweep.grid import configurations, run_seed
+from dpcd.sweep.grid import configurations
+from dpcd.streams import run_seed
 from dpcd.sweep.problem import SweepProblem, smoothness_constants
 from dpcd.sweep.run import private_smoothness_estimates, run_configurations
 

@@ -42,7 +42,8 @@ from dpcd.problems._jit import (
     _exp,
     _update_state,
 )
-from dpcd.solvers import coordinate_clip, dp_cd, dp_sgd
+from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.solvers import dp_cd, dp_sgd
 
 PAPER_MS_PER_PASS = {"california": 0.0647 / 50 * 1e3, "electricity": 0.2457 / 50 * 1e3}
 PAPER_SGD_MS_PER_PASS = {"california": 0.6476 / 50 * 1e3,

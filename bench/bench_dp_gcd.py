@@ -20,7 +20,8 @@ from numba import njit
 
 from dpcd.privacy import calibrate_dp_gcd
 from dpcd.problems import make_problem
-from dpcd.solvers import coordinate_clip, dp_gcd
+from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.solvers import dp_gcd
 
 ITERATIONS = 20
 REPEATS = 7

@@ -34,7 +34,8 @@ import bench_cost_model
 from dpcd.solvers._dp_sgd_independent import fill_gaps, stream_keys
 from dpcd.solvers._prefetch import prefetch_row
 from dpcd.solvers._sgd_steps import _dot_row
-from dpcd.sweep.grid import configurations, run_entropy, run_seed
+from dpcd.sweep.grid import configurations
+from dpcd.streams import run_entropy, run_seed
 from dpcd.sweep.run import run_configurations, stream_identity
 
 N, P = 347_786, 90

@@ -32,7 +32,7 @@ from dpcd.sweep.staged import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates, last_checkpoints
 from dpcd.sweep.grid import configurations
 from dpcd.sweep.run import epsilons_of
-from dpcd.sweep.metrics import HIGHER_IS_BETTER
+from dpcd.problems.metrics import HIGHER_IS_BETTER
 
 SCHEMA = os.path.join(os.path.dirname(__file__), "..", "workflow", "schemas",
                       "config.schema.yaml")

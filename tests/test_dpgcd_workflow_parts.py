@@ -20,7 +20,8 @@ from dpcd.report.tables import final_iterates, summary_table
 from dpcd.solvers import reference_solve
 from dpcd.solvers.base import SolverResult, pass_checkpoints
 from dpcd.algorithms import Algorithm, registry
-from dpcd.sweep import config_id, configurations, run_chunk
+from dpcd.sweep import configurations, run_chunk
+from dpcd.streams import config_id
 from dpcd.sweep.problem import load_problem
 from dpcd.sweep.run import support_counts
 

@@ -10,9 +10,10 @@ from dpcd.problems import lambda_max, make_problem
 from dpcd.report.fresh import chosen_curves, fresh_markdown, fresh_metrics, fresh_table
 from dpcd.report.lambdas import lambda_markdown, lambda_table
 from dpcd.report.summary import conclusions_on_fresh, fresh_summary_markdown, lambda_summary_markdown
-from dpcd.sweep import config_id, configurations, run_seed
+from dpcd.streams import (FRESH_OFFSET, config_id, fresh_seed, fresh_seeds, run_entropy,
+                          run_identity, run_seed)
+from dpcd.sweep import configurations
 from dpcd.sweep.fresh import run_fresh, selected_configurations
-from dpcd.sweep.grid import FRESH_OFFSET, fresh_seed, fresh_seeds, run_entropy, run_identity
 from dpcd.sweep.problem import SweepProblem, resolve_alpha
 from dpcd.sweep.run import private_smoothness_estimates, run_chunk
 

@@ -605,7 +605,7 @@ def test_coarse_to_fine_counts_match_the_sweep():
     screen's lattice exactly, the refine at most its bound, reached when the
     kept configurations' boxes are whole and apart, not when they overlap."""
     from dpcd.sweep import configurations
-    from dpcd.sweep.grid import config_id
+    from dpcd.streams import config_id
     from dpcd.sweep.run import epsilons_of
     from dpcd.sweep.staged import coarse_configurations, refine_configurations
 

@@ -8,7 +8,8 @@ import pytest
 from dpcd import algorithms
 from dpcd.plan import prefix_passes
 from dpcd.problems import make_problem
-from dpcd.sweep.grid import configurations, run_seed
+from dpcd.sweep.grid import configurations
+from dpcd.streams import run_seed
 from dpcd.sweep.problem import SweepProblem, smoothness_constants
 from dpcd.sweep.run import private_smoothness_estimates, run_configurations
 

@@ -19,7 +19,8 @@ import pytest
 from dpcd.problems import make_problem
 from dpcd.algorithms import Budget
 from dpcd.algorithms.dp_sgd import run_many as run_dp_sgd_many
-from dpcd.sweep.grid import configurations, fresh_cell, fresh_seeds, run_entropy, run_identity
+from dpcd.sweep.grid import configurations
+from dpcd.streams import fresh_cell, fresh_seeds, run_entropy, run_identity
 from dpcd.sweep.problem import SweepProblem
 from dpcd.sweep.run import run_chunk
 
@@ -42,7 +43,7 @@ def test_run_entropy_is_the_seed_then_a_digest_of_the_identity():
 
 def test_run_entropy_is_the_same_in_every_process():
     """A stable digest (SHA-256 of canonical JSON), not Python's salted hash()."""
-    code = ("import json; from dpcd.sweep.grid import run_entropy, run_identity; "
+    code = ("import json; from dpcd.streams import run_entropy, run_identity; "
             f"print(json.dumps(run_entropy(7, run_identity('e', {CONFIG!r}))))")
     outputs = set()
     for salt in ("1", "2"):

@@ -409,7 +409,7 @@ def test_workflow_secure_runs_record_no_seed(solver, monkeypatch, tmp_path):
     spec, problem = _sweep(solver, "secure")
     estimates = None
     if solver == "dp_cd_p":
-        from dpcd.sweep.grid import run_seed
+        from dpcd.streams import run_seed
 
         seeds = [run_seed(0, k) for k in range(3)]
         estimates = private_smoothness_estimates(problem.X, "squares", 0.2, [1.0, 3.0], seeds,

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from dpcd.report.tables import best_configurations, summary_table
-from dpcd.sweep.metrics import evaluate, metric_of
+from dpcd.problems.metrics import evaluate, metric_of
 
 
 def _runs(metric, val, test, objective):

@@ -10,7 +10,8 @@ from dpcd.problems._jit import (
     _init_state,
     _noisy_coordinate_gradient,
 )
-from dpcd.solvers import coordinate_clip, dp_cd, reference_solve
+from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.solvers import dp_cd, reference_solve
 from dpcd.solvers.dp_cd import _draw_randomness
 
 
@@ -226,7 +227,8 @@ def test_check_input_false_skips_only_validation():
     import numpy as np
 
     from dpcd.problems import make_problem
-    from dpcd.solvers import coordinate_clip, dp_cd
+    from dpcd.algorithms.dp_cd import coordinate_clip
+    from dpcd.solvers import dp_cd
 
     rng = np.random.default_rng(3)
     X = np.asfortranarray(rng.standard_normal((40, 6)))

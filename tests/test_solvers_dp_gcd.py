@@ -8,7 +8,8 @@ from sklearn.linear_model import Lasso, LogisticRegression
 from dpcd.privacy import calibrate_dp_gcd
 from dpcd.privacy.gcd import noisy_max_win_probability
 from dpcd.problems import make_problem, objective
-from dpcd.solvers import coordinate_clip, dp_gcd, reference_solve
+from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.solvers import dp_gcd, reference_solve
 
 RULES = ["smooth", "gs_s", "gs_r", "gs_q"]
 

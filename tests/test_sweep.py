@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcd.sweep import chunk_of, config_id, configurations, expand_grid, run_seed
+from dpcd.sweep import chunk_of, configurations, expand_grid
+from dpcd.streams import config_id, run_seed
 
 
 def test_geomspace_grid_matches_numpy():
@@ -117,7 +118,7 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
     from dpcd.problems import make_problem
     from dpcd.algorithms import Budget, get
     from dpcd.algorithms.dp_sgd import run as run_dp_sgd
-    from dpcd.sweep.grid import run_entropy, run_identity, run_seed
+    from dpcd.streams import run_entropy, run_identity, run_seed
     from dpcd.sweep.problem import SweepProblem
     from dpcd.sweep.run import chunk_configurations, run_configurations
 

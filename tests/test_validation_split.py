@@ -13,8 +13,8 @@ import pytest
 from dpcd.algorithms import Budget, get
 from dpcd.problems import make_problem
 from dpcd.sweep.fresh import run_fresh
-from dpcd.sweep.grid import config_id, fresh_cell, fresh_seeds, run_entropy, run_seed
-from dpcd.sweep.metrics import evaluate
+from dpcd.streams import config_id, fresh_cell, fresh_seeds, run_entropy, run_seed
+from dpcd.problems.metrics import evaluate
 from dpcd.sweep.problem import (
     SeedProblems,
     SweepProblem,

@@ -103,7 +103,7 @@ from dpcd.privacy.bounds import private_feature_bound
 from dpcd.problems import make_problem
 from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.algorithms import Budget, dp_gcd
-from dpcd.sweep.grid import run_entropy
+from dpcd.streams import run_entropy
 from dpcd.sweep.problem import SweepProblem
 
 # The built-in private algorithms (dpcd.algorithms); a fit accepts every
@@ -598,7 +598,7 @@ default="auto"
         calibrated under the relation refuses it in ``fit``.
     random_state : int, RandomState instance or None, default=None
         Seed of the run's ``numpy.random.SeedSequence``, which also takes the
-        fit's settings (``dpcd.sweep.grid.run_entropy``): same int and
+        fit's settings (``dpcd.streams.run_entropy``): same int and
         settings, same model bit for bit; fits that differ in any setting
         draw independent noise.  None draws fresh entropy.  A recorded seed
         lets anyone who has it subtract the noise: fix it to reproduce

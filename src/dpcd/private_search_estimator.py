@@ -6,8 +6,8 @@ candidates with hyperparameters drawn at random from ``param_grid``, each a
 private fit with a private score, and only the best is kept.  The (ε, δ) of
 ``privacy_ledger_`` covers the released model *and* the choice of its
 hyperparameters; ``hyperparameter_selection`` is not among its non-private
-inputs.  See :mod:`dpcd.sweep.private_search` and
-:mod:`dpcd.privacy.selection`, and docs/method/private_tuning.md.
+inputs.  See :mod:`dpcd.tuning.search` and
+:mod:`dpcd.tuning`, and docs/method/private_tuning.md.
 """
 
 import numpy as np
@@ -35,7 +35,7 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : DPCoordinateDescentRegressor or DPCoordinateDescentClassifier
         Template of the candidates: the trainings the workflow's ``search:
-        private`` takes (:func:`dpcd.sweep.candidate.candidate_spec`):
+        private`` takes (:func:`dpcd.tuning.candidates.candidate_spec`):
         solver ``dp_cd_p`` (the default: each candidate releases its own
         smoothness constants, and its own feature bound when ``bounds`` is
         None, with ``smoothness_fraction`` of its training budget, composed in
@@ -91,7 +91,7 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
         The released candidate's noisy score (private).
     privacy_ledger_ : dpcd.privacy.Ledger
         The whole release (``ledger_`` is the same object): the law of K, not K.
-    calibration_ : dpcd.privacy.selection.SelectionCalibration
+    calibration_ : dpcd.tuning.calibration.SelectionCalibration
 
     Notes
     -----

@@ -19,7 +19,8 @@ from conftest import ROOT, make_workdir, planned_jobs, snakemake
 
 from dpcd.sweep.staged import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates
-from dpcd.sweep.grid import config_id, configurations, expand_grid
+from dpcd.sweep.grid import configurations, expand_grid
+from dpcd.streams import config_id
 
 pytestmark = pytest.mark.workflow
 

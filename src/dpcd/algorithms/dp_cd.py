@@ -6,8 +6,39 @@ P. Mangold, A. Bellet, J. Salmon, M. Tommasi. "Differentially Private
 Coordinate Descent for Composite Empirical Risk Minimization", ICML 2022.
 https://arxiv.org/abs/2110.11688
 """
+import numpy as np
+
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import CLIP, STEP, Algorithm
+from dpcd.problems import check_smoothness
+
+
+def coordinate_clip(M, C):
+    """Coordinate-wise clipping thresholds ``C_j = sqrt(M_j / tr(M)) C``.
+
+    Section 5.1 of the paper: with these thresholds the clipped gradient has
+    sensitivity at most ``2C`` in the norm ``||.||_{M~^{-1}}``, ``M~ = p M / tr M``.
+
+    Parameters
+    ----------
+    M : array, shape (n_features,)
+        Coordinate-wise smoothness constants (exact or private), all > 0.
+    C : float
+        Overall clipping threshold (``np.inf`` for no clipping).
+
+    Returns
+    -------
+    clip : array, shape (n_features,)
+
+    References
+    ----------
+    Mangold et al., ICML 2022, Section 5.1 (the module's reference).
+    """
+    M = check_smoothness(M)
+    C = float(C)
+    if not C > 0:
+        raise ValueError(f"clipping threshold C must be > 0, got {C!r}")
+    return np.sqrt(M / M.sum()) * C
 
 
 def calibrate_clipped(problem, config, clip, epsilon, budget):
@@ -40,14 +71,14 @@ def run_with(problem, config, seed, smoothness, clip, calibration, secure, passe
 
 def calibrate(problem, config, budget):
     """The noise of one DP-CD configuration (exact smoothness constants)."""
-    clip = solvers.coordinate_clip(problem.smoothness, config["clip"])
+    clip = coordinate_clip(problem.smoothness, config["clip"])
     return calibrate_clipped(problem, config, clip, budget.epsilon, budget)[0]
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
     """DP-CD (Mangold et al. 2022, Algorithm 1) with exact smoothness constants."""
     smoothness = problem.smoothness
-    clip = solvers.coordinate_clip(smoothness, config["clip"])
+    clip = coordinate_clip(smoothness, config["clip"])
     calibration, secure = calibrate_clipped(problem, config, clip, budget.epsilon, budget)
     result = run_with(problem, config, seed, smoothness, clip, calibration, secure,
                       budget.passes(config))

@@ -5,10 +5,10 @@ import dataclasses
 
 import numpy as np
 
-from dpcd import privacy, solvers
+from dpcd import privacy
 from dpcd.privacy.bounds import feature_bound_ledger
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter
-from dpcd.algorithms.dp_cd import calibrate_clipped, run_with
+from dpcd.algorithms.dp_cd import calibrate_clipped, coordinate_clip, run_with
 
 SMOOTHNESS_FRACTION = Hyperparameter(
     "smoothness_fraction",
@@ -32,7 +32,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
         raise ValueError("dp_cd_p needs the private smoothness estimate of its seed")
     smoothness = np.asarray(private_smoothness["smoothness"], dtype=np.float64)
     fraction = private_smoothness["smoothness_fraction"]
-    clip = solvers.coordinate_clip(smoothness, config["clip"])
+    clip = coordinate_clip(smoothness, config["clip"])
     calibration, secure = calibrate_clipped(problem, config, clip,
                                             (1.0 - fraction) * budget.epsilon, budget)
     result = run_with(problem, config, seed, smoothness, clip, calibration, secure,
@@ -61,7 +61,7 @@ def calibrate(problem, config, budget, smoothness_count=None, private_bound=Fals
             or not 0 < fraction < 1:
         raise ValueError(f"smoothness_fraction must be in (0, 1), got {fraction!r}")
     p = problem.n_features
-    clip = solvers.coordinate_clip(np.ones(p), config["clip"])
+    clip = coordinate_clip(np.ones(p), config["clip"])
     calibration, _ = calibrate_clipped(problem, config, clip,
                                        (1.0 - fraction) * budget.epsilon, budget)
     eps_smooth = fraction * budget.epsilon
@@ -87,7 +87,7 @@ SPEC = Algorithm(
     family="dp_cd",
     step_cost_ns={"dense": 1.85},
     # each candidate releases its own smoothness estimate, composed into its
-    # event (dpcd.sweep.candidate), not the per-seed estimate of the grid runs
+    # event (dpcd.tuning.candidates), not the per-seed estimate of the grid runs
     private_candidate=True,
     relative_clip=True,
     smoothness="private",

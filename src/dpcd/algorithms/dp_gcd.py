@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter, choice
+from dpcd.algorithms.dp_cd import coordinate_clip
 from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
 # "smooth": Algorithm 1 with L2 folded into the smooth part (estimators only)
@@ -42,7 +43,7 @@ def calibrate(problem, config, budget):
     pcode = problem.penalty.code
     if pcode not in PENALTY_NAMES:
         raise ValueError(f"DP-GCD supports no, L1 and L2 penalties, got {problem.penalty!r}")
-    clip = solvers.coordinate_clip(problem.smoothness, config["clip"])
+    clip = coordinate_clip(problem.smoothness, config["clip"])
     return privacy.calibrate_dp_gcd(
         problem.n_samples, problem.n_features, int(iterations), clip,
         budget.epsilon, budget.delta, accountant=budget.accountant,
@@ -63,7 +64,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
     result = solvers.dp_gcd(
         X, problem.y, problem.datafit, problem.penalty,
         smoothness=problem.smoothness, step=config["step"],
-        clip=solvers.coordinate_clip(problem.smoothness, config["clip"]),
+        clip=coordinate_clip(problem.smoothness, config["clip"]),
         selection_scales=calibration.extra["selection_scales"],
         noise_scales=calibration.noise_scales, iterations=int(budget.passes(config)),
         seed=seed, rule=config.get("rule", "gs_r"),

@@ -376,4 +376,15 @@ class Ledger:
         return out
 
 
-__all__ = ["BudgetLine", "Ledger", "Mechanism"]
+def nonprivate_inputs(problem, ledger):
+    """What a run read off the data without noise: the non-private inputs of
+    its problem (``problem.nonprivate_inputs``: the data stage's, ``lambda_max``)
+    and of its ledger (None for a non-private run), sorted and comma-separated
+    (the tables' column and the runs' ``privacy.nonprivate_inputs`` tag)."""
+    names = set(problem.nonprivate_inputs)
+    if ledger is not None:
+        names.update(ledger.nonprivate_inputs)
+    return ",".join(sorted(names))
+
+
+__all__ = ["BudgetLine", "Ledger", "Mechanism", "nonprivate_inputs"]

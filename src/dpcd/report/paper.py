@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from dpcd.report.tables import last_checkpoints  # noqa: E402
-from dpcd.sweep.metrics import HIGHER_IS_BETTER  # noqa: E402
+from dpcd.problems.metrics import HIGHER_IS_BETTER  # noqa: E402
 
 NONPRIVATE = ("scd", "sgd", "cd")
 PUBLISHED_COLUMNS = ["experiment", "solver", "epsilon", "quantity", "value", "source", "note"]

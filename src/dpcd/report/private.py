@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from dpcd.report.tables import RELATION, with_relation
-from dpcd.sweep.metrics import HIGHER_IS_BETTER
+from dpcd.problems.metrics import HIGHER_IS_BETTER
 from dpcd.tuning.release import RELEASED_ID
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpcd.algorithms import table_hyperparameters
-from dpcd.sweep.select import (  # noqa: F401 (the tables' selection, read from here too)
+from dpcd.problems.selection import (  # noqa: F401 (the tables' selection, read from here too)
     GROUP,
     SELECT_BY,
     best_configurations,

@@ -2,7 +2,7 @@
 
 A sweep runs many DP-SGD configurations of one replicate seed. Each run's
 batches and noise come from its own streams (two keys from its own
-``SeedSequence``, :func:`dpcd.sweep.grid.run_entropy`), so runs that differ
+``SeedSequence``, :func:`dpcd.streams.run_entropy`), so runs that differ
 only in sigma are independent releases. They still share a kernel call (one
 compilation check, one objective at w = 0), but no draw: each run pays for its
 own batches and normals, where the common-random-numbers kernels of

@@ -33,34 +33,6 @@ from dpcd.solvers.base import (
     spawn_generators,
 )
 
-def coordinate_clip(M, C):
-    """Coordinate-wise clipping thresholds ``C_j = sqrt(M_j / tr(M)) C``.
-
-    Section 5.1 of [1]_: with these thresholds the clipped gradient has
-    sensitivity at most ``2C`` in the norm ``||.||_{M~^{-1}}``, ``M~ = p M / tr M``.
-
-    Parameters
-    ----------
-    M : array, shape (n_features,)
-        Coordinate-wise smoothness constants (exact or private), all > 0.
-    C : float
-        Overall clipping threshold (``np.inf`` for no clipping).
-
-    Returns
-    -------
-    clip : array, shape (n_features,)
-
-    References
-    ----------
-    .. [1] Mangold et al., ICML 2022, Section 5.1.
-    """
-    M = check_smoothness(M)
-    C = float(C)
-    if not C > 0:
-        raise ValueError(f"clipping threshold C must be > 0, got {C!r}")
-    return np.sqrt(M / M.sum()) * C
-
-
 @njit(cache=True, error_model="numpy")
 def _dp_cd_kernel(sparse, X, data, indices, indptr, y, w, u, datafit_code, penalty_code,
                   penalty_params, steps, clip, noise_scales, grid, pre_noise, n_updates,
@@ -234,7 +206,7 @@ def dp_cd(X, y, datafit, penalty, *, smoothness, step, clip, noise_scales, passe
         ``gamma``; coordinate steps are ``gamma / M_j``.
     clip : float or array, shape (n_features,)
         Per-sample clipping thresholds ``C_j`` (``np.inf`` for none); see
-        :func:`coordinate_clip`.
+        :func:`dpcd.algorithms.dp_cd.coordinate_clip`.
     noise_scales : float or array, shape (n_features,)
         Noise standard deviations ``sigma_j`` (e.g. from
         ``dpcd.privacy.calibrate_dp_cd``); 0 for non-private CD.

@@ -18,7 +18,7 @@ def cmd_smoothness(args):
 def cmd_private_smoothness(args):
     """Private smoothness constants per (epsilon, seed), DP-CD Appendix F."""
     from dpcd.data import load_dataset
-    from dpcd.sweep.grid import run_seed
+    from dpcd.streams import run_seed
     from dpcd.sweep.run import epsilons_of, private_smoothness_estimates
 
     spec = json.loads(args.spec)

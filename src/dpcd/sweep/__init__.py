@@ -1,13 +1,12 @@
-"""Hyperparameter sweeps: grids, chunks, seeds, many configurations in one process."""
+"""Hyperparameter sweeps: grids, chunks, many configurations in one process
+(their identities and seeds: :mod:`dpcd.streams`)."""
 
-from dpcd.sweep.grid import chunk_of, config_id, configurations, expand_grid, run_seed
+from dpcd.sweep.grid import chunk_of, configurations, expand_grid
 from dpcd.sweep.run import run_chunk
 
 __all__ = [
     "chunk_of",
-    "config_id",
     "configurations",
     "expand_grid",
     "run_chunk",
-    "run_seed",
 ]

@@ -5,7 +5,7 @@ selected on, is an optimistic estimate of that configuration's error (the
 minimum of noisy means). Re-running each selected configuration on seeds it
 was not selected on gives an unbiased one. The fresh seeds come from their own
 ``SeedSequence`` branch, one set per cell (experiment, solver, epsilon,
-passes; :func:`dpcd.sweep.grid.fresh_seeds`), so the fresh runs of two cells
+passes; :func:`dpcd.streams.fresh_seeds`), so the fresh runs of two cells
 are independent releases; the runs go through the same algorithm specs as the sweep
 (:func:`dpcd.sweep.run.run_configurations`).
 
@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from dpcd import algorithms
-from dpcd.sweep.grid import config_id, configurations, fresh_cell, fresh_seeds
+from dpcd.sweep.grid import configurations
+from dpcd.streams import config_id, fresh_cell, fresh_seeds
 from dpcd.sweep.run import (
     epsilons_of,
     private_smoothness_estimates,

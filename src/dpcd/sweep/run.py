@@ -10,17 +10,12 @@ import pandas as pd
 from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
 from dpcd.plan.lattice import prefix_passes
+from dpcd.privacy.ledger import nonprivate_inputs
 from dpcd.privacy.validation import check_positive_int
 from dpcd.problems import make_problem
+from dpcd.streams import config_id, run_entropy, run_identity, run_seed
 from dpcd.sweep import staged
-from dpcd.sweep.grid import (
-    chunk_of,
-    config_id,
-    configurations,
-    run_entropy,
-    run_identity,
-    run_seed,
-)
+from dpcd.sweep.grid import chunk_of, configurations
 from dpcd.sweep.metrics import holdout_metrics
 from dpcd.sweep.problem import SeedProblems
 
@@ -79,12 +74,12 @@ def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment,
     The estimate of seed ``seeds[k]`` at ``epsilon`` draws its Laplace noise
     from ``SeedSequence(run_entropy(seeds[k], identity))``, the identity
     holding the experiment, epsilon and the smoothness fraction
-    (:func:`dpcd.sweep.grid.run_identity`, stream ``"private_smoothness"``):
+    (:func:`dpcd.streams.run_identity`, stream ``"private_smoothness"``):
     the estimates at two epsilons (and of two experiments) are independent
     releases. The configurations of one (epsilon, seed) share theirs; each
     run's ledger counts it, so runs combined are over-counted, never under.
     The selection runs pass the replicate seeds, the fresh re-runs their own
-    (:func:`dpcd.sweep.grid.fresh_seeds`), so their estimates are new releases.
+    (:func:`dpcd.streams.fresh_seeds`), so their estimates are new releases.
     ``noise="secure"``: exact discrete Laplace noise from the OS instead (the
     seeds are then unused).
 
@@ -168,7 +163,7 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
 
 
 def stream_identity(spec, config):
-    """What a run's streams are keyed by (:func:`dpcd.sweep.grid.run_identity`):
+    """What a run's streams are keyed by (:func:`dpcd.streams.run_identity`):
     the experiment and the configuration, without epsilon for a solver that
     reads no budget (a non-private :class:`dpcd.algorithms.Algorithm`), whose runs
     at two epsilons are then one run."""
@@ -197,7 +192,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         Integer replicate seeds, one run per configuration and seed; run
         (config, seed) seeds its streams with
         ``run_entropy(seed, stream_identity(spec, config))``
-        (:func:`dpcd.sweep.grid.run_entropy`), so that no two configurations
+        (:func:`dpcd.streams.run_entropy`), so that no two configurations
         share a draw.
     nonprivate : tuple of str
         Non-private inputs added to every run's ledger (e.g.
@@ -418,11 +413,3 @@ def _empty_table():
     ]
     return pd.DataFrame({name: [] for name in columns})
 
-
-def nonprivate_inputs(problem, ledger):
-    """What a run read off the data without noise: the problem's and its ledger's
-    non-private inputs, comma-separated."""
-    names = set(problem.nonprivate_inputs)
-    if ledger is not None:
-        names.update(ledger.nonprivate_inputs)
-    return ",".join(sorted(names))

@@ -7,7 +7,7 @@ its coarse lattice (every k-th value of each geomspace axis, both ends
 included, at most :data:`dpcd.plan.lattice.LATTICE_DECADES` apart:
 :func:`coarse_configurations`). A select job keeps the best few per (solver,
 epsilon, passes) (:func:`keep_best`, the paper's rule of
-:mod:`dpcd.sweep.select` applied repeatedly) and writes them to a CSV: after a
+:mod:`dpcd.problems.selection` applied repeatedly) and writes them to a CSV: after a
 coarse screen ``search_refine`` of them, whose full-resolution neighbours the
 refine runs (:func:`refine_configurations`); with ``search_fidelity`` < 1 the
 screen and refine run each run's first passes and a promote runs the best
@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 
 from dpcd.plan.lattice import axis_stride, coarse_indices, prefix_passes
-from dpcd.sweep.grid import config_id, expand_grid
-from dpcd.sweep.select import GROUP, best_configurations, final_iterates, last_checkpoints
+from dpcd.streams import config_id
+from dpcd.sweep.grid import expand_grid
+from dpcd.problems.selection import GROUP, best_configurations, final_iterates, last_checkpoints
 
 
 # --- the configurations each solve stage runs ------------------------------------
@@ -151,7 +152,7 @@ def stage_configurations(spec, configs):
 # --- the selects: the best few per (solver, epsilon, passes) ----------------------
 def _criteria(runs, select_by, prefix=False):
     """Each configuration's selection criterion (the value
-    :func:`dpcd.sweep.select.best_configurations` ranks by), indexed by
+    :func:`dpcd.problems.selection.best_configurations` ranks by), indexed by
     ``GROUP + [config_id]``."""
     if select_by == "validation":
         return last_checkpoints(runs).groupby(GROUP + ["config_id"], dropna=False)[
@@ -163,7 +164,7 @@ def _criteria(runs, select_by, prefix=False):
 def keep_best(runs, select_by, keep, prefix=False):
     """The ``keep`` best configurations per (solver, epsilon, passes).
 
-    The paper's rule (:func:`dpcd.sweep.select.best_configurations`, ties
+    The paper's rule (:func:`dpcd.problems.selection.best_configurations`, ties
     broken by ``config_id``) applied ``keep`` times, each time without the
     configurations already kept: rank 0 is what the tables would select on
     these runs. Exact ties count once: with a configuration, the others of its

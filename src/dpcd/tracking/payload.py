@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-from dpcd.sweep.run import nonprivate_inputs
+from dpcd.privacy.ledger import nonprivate_inputs
 
 # Per-coordinate vectors longer than this are summarised in the MLflow ledger
 # artifact: on dorothea (88 119 coordinates) the full vectors made it 8.6 MB per

@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from dpcd.sweep.grid import expand_grid, run_entropy, run_identity
+from dpcd.streams import run_entropy, run_identity
+from dpcd.sweep.grid import expand_grid
 
 # name -> dp_accounting shape (None: the user states it, 0 < shape < inf)
 DISTRIBUTIONS = {"poisson": math.inf, "geometric": 1.0, "logarithmic": 0.0,

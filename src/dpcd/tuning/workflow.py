@@ -36,8 +36,10 @@ import numpy as np
 
 from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
+from dpcd.privacy.ledger import nonprivate_inputs
 from dpcd.problems import make_problem
-from dpcd.sweep.grid import config_id, configurations, run_seed
+from dpcd.streams import config_id, run_seed
+from dpcd.sweep.grid import configurations
 from dpcd.sweep.problem import SeedProblems
 from dpcd.sweep.run import (
     ConfigRecord,
@@ -46,7 +48,6 @@ from dpcd.sweep.run import (
     _stack_rows,
     _tidy_rows,
     epsilons_of,
-    nonprivate_inputs,
     resolve_delta,
     support_counts,
 )

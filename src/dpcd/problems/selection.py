@@ -13,7 +13,7 @@ The tables (:mod:`dpcd.report.tables`) and the staged search's selects
 
 import numpy as np
 
-from dpcd.sweep.metrics import HIGHER_IS_BETTER
+from dpcd.problems.metrics import HIGHER_IS_BETTER
 
 SELECT_BY = ("last_objective", "validation")
 
