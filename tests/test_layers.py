@@ -17,7 +17,7 @@ FLOORS = {
     "algorithms": 2,
     "sweep": 3,
     "tracking": 4, "report": 4,
-    "estimators": 5, "private_search_estimator": 5,
+    "estimators": 5,
     "stages": 6,
     "cli": 7,
 }
@@ -35,8 +35,7 @@ NEVER = {("report", "sweep"), ("estimators", "sweep"), ("privacy", "solvers")}
 PENDING = {
     ("report/private.py", "sweep"),  # RELEASED_ID: private tuning moves to tuning/
     ("report/search.py", "sweep"),  # the staged rule moves to the sweep layer
-    ("estimators.py", "sweep"),  # SweepProblem: the spec's prepare builds the problem
-    ("private_search_estimator.py", "sweep"),  # private search moves to tuning/
+    ("estimators/private_search.py", "sweep"),  # private search moves to tuning/
 }
 
 
