@@ -126,7 +126,7 @@ def test_validation_selection_with_dp_sgd(classification):
 
 def test_poisson_can_release_nothing(regression):
     """K ~ Poisson(1) is 0 for some seed: nothing is released, and predict says so."""
-    from dpcd.estimators import _seed_of
+    from dpcd.estimators.linear import _seed_of
 
     settings = SearchSettings(k_mean=1.0, k_distribution="poisson")
     configs = draws.grid_configurations({"step": [0.1, 1.0]})

@@ -15,6 +15,6 @@ __all__ = ["PrivacyLeakWarning", "PrivateSearch", "__version__"]
 
 def __getattr__(name):  # PrivateSearch pulls in sklearn and numba: imported when asked for
     if name == "PrivateSearch":
-        from dpcd.private_search_estimator import PrivateSearch
+        from dpcd.estimators.private_search import PrivateSearch
         return PrivateSearch
     raise AttributeError(f"module 'dpcd' has no attribute {name!r}")

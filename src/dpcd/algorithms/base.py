@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from dpcd.algorithms.prepare import smooth, unit_records
 from dpcd.privacy.validation import check_choice
 
 LOSSES = ("squares", "logistic", "hinge")
@@ -135,7 +136,7 @@ class Algorithm:
         ``run(problem, config, seed, budget, private_smoothness=None) ->
         (SolverResult, Ledger or None)``: calibrates the noise for ``budget``
         (a :class:`Budget`), runs the kernel on the
-        :class:`~dpcd.sweep.problem.SweepProblem` ``problem`` with the
+        :class:`~dpcd.algorithms.problem.SweepProblem` ``problem`` with the
         configuration ``config`` (its hyperparameters and ``passes``) and the
         entropy ``seed``, and returns the result and its ledger (None when
         nothing private is released), every non-private input recorded on it.
@@ -176,6 +177,12 @@ class Algorithm:
     record_norm : {None, "rows", "columns"}
         Records (rows) or columns of norm <= 1 that the calibration assumes:
         the estimators scale them (DP-SCD).
+    prepare : callable
+        ``prepare(spec, X, y, fit) -> Prepared``: the problem and configuration
+        an estimator's fit hands to ``run`` (:mod:`dpcd.algorithms.prepare`).
+        Default: :func:`~dpcd.algorithms.prepare.unit_records` with a
+        ``record_norm``, else :func:`~dpcd.algorithms.prepare.smooth`
+        (constants as ``smoothness`` says, thresholds as ``relative_clip`` says).
     paper_bound_invalid : bool
         Its paper's calibration reports an epsilon that is not a valid bound
         (DP-GCD): refused unless asked for as ``"paper_invalid_bound"``.
@@ -214,11 +221,16 @@ class Algorithm:
     relative_clip: bool = False
     smoothness: Optional[str] = "coordinate"
     record_norm: Optional[str] = None
+    prepare: Optional[Callable] = None
     paper_bound_invalid: bool = False
     schema: dict = field(default_factory=dict)
     step_cost_ns: dict = field(default_factory=dict)
     private_candidate: bool = False
     private_refusal: Optional[str] = None
+
+    def __post_init__(self):
+        if self.prepare is None:
+            object.__setattr__(self, "prepare", unit_records if self.record_norm else smooth)
 
     def hyperparameter(self, name):
         """The :class:`Hyperparameter` ``name`` (KeyError if it has none)."""

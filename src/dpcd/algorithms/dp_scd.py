@@ -16,6 +16,7 @@ from functools import partial
 
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import CLIP, GRID, Algorithm, Hyperparameter, positive_int
+from dpcd.algorithms.prepare import unit_records
 
 BATCH_SIZE = Hyperparameter(
     "batch_size", {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
@@ -79,7 +80,7 @@ def _spec(name, variant, description, **kw):
         run=partial(run, variant=variant), calibrate=partial(calibrate, variant=variant),
         hyperparameters=HYPERPARAMETERS, required=("clip", "batch_size"),
         penalties=("l2",), family="dp_scd", smoothness=None,
-        record_norm="columns" if variant == "primal" else "rows", **kw)
+        record_norm="columns" if variant == "primal" else "rows", prepare=unit_records, **kw)
 
 
 DUAL = _spec("dp_scd", "dual", "Dual mini-batch DP-SCD (Damaskinos et al. 2021, "

@@ -1,93 +1,7 @@
-"""scikit-learn compatible estimators over the DP-CD, DP-GCD and DP-SGD solvers.
-
-Thin facades in the skglm manner: an estimator validates its input, builds a
-datafit + penalty pair (:func:`dpcd.problems.make_problem`) and hands it, with
-its privacy budget, to the same algorithm spec the workflow runs
-(:mod:`dpcd.algorithms`), which calibrates the noise through
-:mod:`dpcd.privacy` and runs the numba kernel.  So a model fitted here and a
-workflow run with the same settings and seed spend the same budget the same
-way.
-
-Privacy notes (see DESIGN.md, "Privacy conventions")
------------------------------------------------------
-* The guarantee is (ε, δ)-DP for ``coef_`` and ``intercept_`` under the
-  ``neighbouring`` relation (default replace-one, with ``n_samples``
-  public), the same for every solver so that two models at one ε compare
-  like for like; the full account is ``privacy_ledger_``.  Per solver
-  (:mod:`dpcd.privacy.calibrate`): dp_cd, dp_cd_p, dp_gcd and primal_dp_scd
-  run under replace-one only (means over a public n); dp_sgd's clipped sum
-  has sensitivity 2C under replace-one (Poisson batches, PLD accountant), C
-  under add-or-remove-one or the zero record; dp_scd runs under replace-one
-  (sensitivity 2√2·C) or the zero record (√2·C, the paper's); seq_dp_scd
-  under both with Poisson batches, Lemma 5 at L_max (``"auto"``: the
-  probability of a larger batch, at most 1 % of δ, charged to δ; see
-  docs/method/dp_scd_release.md).  ``neighbouring="paper"``
-  calibrates each solver under its paper's relation (DP-SGD
-  add-or-remove-one, DP-SCD the zero record), the protocols the published
-  tables mix.
-* Private by default: the default solver ``dp_cd_p`` releases its
-  smoothness constants privately (``smoothness_fraction`` of ε), relative to
-  ``bounds``, a public bound on ``|x_ij|`` stated by the user (diffprivlib's
-  ``bounds``); without one, half of that share first releases a bound
-  (:mod:`dpcd.privacy.bounds`).  The classifier's label set is public when
-  ``classes`` is given or the labels follow the {0, 1} or {-1, 1} convention.
-* A fit that reads anything off the data without noise emits
-  :class:`dpcd.PrivacyLeakWarning` naming each, also listed in
-  ``privacy_ledger_.nonprivate_inputs``: ``exact_smoothness`` (``dp_cd``,
-  ``dp_gcd``: the M_j set the steps and clipping thresholds),
-  ``global_smoothness`` (``dp_sgd``: the step ``step / beta``) and
-  ``label_set`` (classifier: ``classes_`` read off ``y``).
-* An all-zero column is neither refused nor named: with private constants
-  its constant is a noisy release like any column's (clamped to
-  ``[floor b_j, b_j]`` of its bound); with exact ones (already non-private)
-  it takes the constant of the public bound if given, else the largest.
-* ``fit_intercept=True`` appends a constant feature equal to 1 and fits its
-  coefficient like any other: its smoothness constant is known without
-  looking at the data, nothing is centred, so it costs no privacy beyond one
-  more coordinate in the calibration.  As in liblinear, the intercept is then
-  penalised like the other coefficients.
-* ``history_`` (objective per pass) is a diagnostic computed on the training
-  data *without noise*; it is not covered by the guarantee.
-* DP-SCD solvers (``dp_scd``, ``seq_dp_scd``, ``primal_dp_scd``) need records
-  of ℓ2 norm at most 1 (their sensitivities, Lemmas 1, 4, 5, assume it).  With
-  ``normalize_rows=True`` (default) each row — intercept column included — is
-  divided by its own norm (for ``primal_dp_scd`` by ``norm · sqrt(n_samples)``,
-  so that every column has norm <= 1 as Lemma 4 needs; ``n_samples`` is
-  public).  This is a per-record transformation: it reads no other record,
-  so it costs no privacy; ``predict`` applies the same map to new rows, so
-  the model is ``f(x) = wᵀx / ‖x‖`` with the penalty ``(alpha/2)‖w‖²`` for
-  all three solvers (primal fits ``w·sqrt(n)`` with ``alpha/n``).  With
-  ``normalize_rows=False`` rows (or, primal, columns) of norm > 1 are refused.
-* Sparse X (scipy) is kept sparse by ``dp_cd``, ``dp_cd_p``, ``dp_gcd`` and
-  ``dp_sgd`` (their kernels read only the stored entries); the DP-SCD
-  solvers densify it.
-  The penalty must be ``"l2"`` (the paper's (λ/2)‖θ‖²); ``step`` is unused.
-  The regressor's ``alpha`` is on scikit-learn's scale (½-mean squares), so
-  the paper's ridge with λ is ``alpha = λ``.
-
-Scales, as scikit-learn reads them
-----------------------------------
-* Regressor: ``(1/2n)‖Xw + b − y‖² + alpha·R(w)`` with scikit-learn's
-  ``R`` (l1: ``‖w‖₁``; l2: ``½‖w‖²``; elastic net: ``l1_ratio‖w‖₁ +
-  (1 − l1_ratio)/2 ‖w‖²``): ``alpha`` is ``Lasso``'s and ``ElasticNet``'s;
-  ``Ridge(alpha=a)`` is ``penalty="l2", alpha=a / n_samples``.
-* Classifier: ``(1/n)Σ log(1 + exp(−y(xᵀw + b))) + alpha·R(w)``:
-  ``alpha`` is ``SGDClassifier(loss="log_loss")``'s;
-  ``LogisticRegression(C=c)`` is ``penalty="l2", alpha=1 / (n_samples c)``.
-* ``clip`` is relative (DP-CD, DP-GCD): coordinate j's threshold is
-  ``clip · g · sqrt(M_j / c)``, ``clip · g`` times the (private, for
-  ``dp_cd_p``) root mean square of feature j, with ``g`` the loss's gradient
-  at a unit margin (1, logistic) or residual (2, squares), so one default
-  fits standardised data of any scale; ``step`` multiplies the coordinate
-  steps ``1 / M_j``.
-
-scikit-learn's ``check_estimator``
-----------------------------------
-``tests/test_estimators.py`` runs every check of
-``sklearn.utils.estimator_checks`` on large-ε configurations of each solver
-(all pass) and on the default configurations (ε = 1), for which the checks in
-:data:`EXPECTED_FAILED_CHECKS` are expected to fail, each with its reason.
-"""
+"""The linear estimators: :class:`DPCoordinateDescentRegressor` and
+:class:`DPCoordinateDescentClassifier`, one fit path for every algorithm
+(privacy notes and scales: :mod:`dpcd.estimators`)."""
+import functools
 import numbers
 
 import numpy as np
@@ -98,13 +12,11 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcd import algorithms, privacy
-from dpcd.leak import warn_nonprivate
-from dpcd.privacy.bounds import private_feature_bound
-from dpcd.problems import make_problem
-from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.algorithms import Budget, dp_gcd
+from dpcd.algorithms.prepare import Fit, problem_alpha
+from dpcd.leak import warn_nonprivate
+from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.streams import run_entropy
-from dpcd.sweep.problem import SweepProblem
 
 # The built-in private algorithms (dpcd.algorithms); a fit accepts every
 # private algorithm registered at the time, those from outside dpcd included.
@@ -187,13 +99,6 @@ def _check_accountant(accountant, spec):
     return accountant
 
 
-def _solvers_of_loss(loss):
-    """The private solvers whose estimator path takes ``loss``."""
-    return tuple(name for name in algorithms.names(private=True)
-                 if loss in algorithms.get(name).losses
-                 and algorithms.get(name).smoothness is None)
-
-
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
             or int(value) != value or value < 1:
@@ -219,27 +124,21 @@ class _BaseDPLinear(BaseEstimator):
 
     def _internal_alpha(self):
         """``alpha`` on the scale of dpcd.problems (see ``_alpha_scale``)."""
-        alpha = self.alpha
-        if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
-            return float(alpha) * self._alpha_scale
-        return alpha  # make_problem names the bad value
+        return problem_alpha(self.alpha, self._alpha_scale)
 
     def _fit(self, X, y):
         """Fit on validated float64 ``X`` and targets ``y`` (±1 for logistic).
 
-        Returns the coefficients of the (possibly intercept-augmented) problem
-        and sets every fitted attribute but ``coef_``/``intercept_``.
+        Checks the settings every algorithm shares, then hands the data to
+        its spec's ``prepare`` (:mod:`dpcd.algorithms.prepare`: smoothness
+        constants, bounds, record norms, clip units) and ``run``. Returns the
+        coefficients of the (possibly intercept-augmented) problem and sets
+        every fitted attribute but ``coef_``/``intercept_``.
         """
-        n_samples, n_features = X.shape
+        n_samples = X.shape[0]
         solver = check_choice(self.solver, "solver", algorithms.names(private=True))
         spec = algorithms.get(solver)
         noise = self._check_noise(solver)
-        if spec.record_norm:
-            return self._fit_scd(X, y, spec)
-        if self._loss == "hinge" and spec.smoothness is not None:
-            # this path computes smoothness constants: the loss must be smooth
-            raise ValueError(f"loss='hinge' is not smooth: solver must be one of "
-                             f"{_solvers_of_loss('hinge')}, got {solver!r}")
         epsilon = check_epsilon(self.epsilon)
         delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
         passes = _check_positive_int(self.passes, "passes")
@@ -249,114 +148,39 @@ class _BaseDPLinear(BaseEstimator):
             accountant = privacy.secure.check_accountant(accountant)
         spec.check_neighbouring(self.neighbouring)  # before any release
         budget = Budget(epsilon, delta, accountant, self.neighbouring, noise)
-        datafit, penalty = make_problem(self._loss, self.penalty, self._internal_alpha(),
-                                        self.l1_ratio)
         config["passes"] = passes
-        self._check_config(spec, config, n_samples, n_features)
-        clip = config.get("clip")
+        identity = dict(config)
 
-        bound = self._check_bounds(n_features)
-        if sp.issparse(X):  # M_j = c * ||X_j||^2 / n without densifying
-            per_entry = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
-            smoothness = per_entry * np.asarray(X.multiply(X).sum(axis=0)).ravel() / n_samples
-        else:
-            smoothness = datafit.coordinate_smoothness(X)
-        # An all-zero column (M_j = 0) is neither refused nor named: its step
-        # and threshold come from the public bound, or (exact constants, a
-        # non-private path anyway) from the largest constant.
-        zero = smoothness <= 0
-        if zero.any():
-            fill = (datafit.per_sample_smoothness(bound[None, :])[0] if bound is not None
-                    else np.full(n_features, smoothness.max() if (~zero).any() else 1.0))
-            smoothness = np.where(zero, fill, smoothness)
-        if self.fit_intercept:
-            # constant feature 1: M_j = per-sample constant, known without the data
-            ones = np.ones((n_samples, 1))
-            X = (sp.hstack([X, sp.csc_matrix(ones)], format="csc") if sp.issparse(X)
-                 else np.hstack([X, ones]))
-            smoothness = np.append(smoothness, datafit.per_sample_smoothness(
-                np.ones((1, 1)))[0, 0])
+        @functools.cache
+        def streams():
+            """One SeedSequence per fit, from random_state and the fit's settings
+            (releases compared or combined must be independent: run_entropy),
+            spawned into the solver's stream and the smoothness release's;
+            secure: 128 bits from the OS, held only while the fit runs. Drawn
+            when first asked for, after the spec's own checks."""
+            seq = (np.random.SeedSequence(privacy.secure.secure_entropy())
+                   if noise == "secure"
+                   else self._seed_sequence(spec, epsilon, delta, accountant, identity))
+            return tuple(seq.spawn(2))
 
-        # one SeedSequence per fit, from random_state and the fit's settings
-        # (releases compared or combined must be independent: run_entropy);
-        # one stream for the solver, one for smoothness (secure: 128 bits from
-        # the OS, held only in this frame)
-        seq = (np.random.SeedSequence(privacy.secure.secure_entropy()) if noise == "secure"
-               else self._seed_sequence(spec, epsilon, delta, accountant, config))
-        solver_ss, smooth_ss = seq.spawn(2)
-        estimate = None
-        used = smoothness  # the constants that set steps and thresholds
-        if spec.smoothness == "private":
-            estimate = self._private_smoothness(X[:, :n_features], datafit, epsilon,
-                                                np.random.default_rng(smooth_ss), bound,
-                                                noise)
-            if self.fit_intercept:  # the constant feature's M_j is public
-                estimate["smoothness"] = np.append(estimate["smoothness"],
-                                                   smoothness[-1])
-            used = estimate["smoothness"]
-        if spec.relative_clip:
-            config["clip"] = clip * self._clip_unit(datafit, used)
-        problem = SweepProblem(
-            X=X, y=y, datafit=datafit, penalty=penalty, smoothness=smoothness,
-            global_smoothness=(datafit.global_smoothness(X) if spec.smoothness == "global"
-                               else np.nan),
-            max_abs=(abs(X).max(axis=0).toarray().ravel() if sp.issparse(X)
-                     else np.abs(X).max(axis=0)),
-        )
+        fit = Fit(loss=self._loss, penalty=self.penalty, alpha=self.alpha,
+                  alpha_scale=self._alpha_scale, l1_ratio=self.l1_ratio,
+                  fit_intercept=self.fit_intercept, config=config, epsilon=epsilon,
+                  bounds=self.bounds, normalize_rows=self.normalize_rows,
+                  smoothness_fraction=self.smoothness_fraction, noise=noise,
+                  streams=streams)
+        prepared = spec.prepare(spec, X, y, fit)
+        solver_ss, _ = streams()
         seed = [int(s) for s in solver_ss.generate_state(4)]
-        result, ledger = spec.run(problem, config, seed, budget, estimate)
+        result, ledger = spec.run(prepared.problem, prepared.config, seed, budget,
+                                  prepared.private_smoothness)
+        for name, value in prepared.attributes.items():
+            setattr(self, name, value)
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
         self.n_iter_ = passes
         self.n_updates_ = int(result.n_updates)
-        return result.w
-
-    def _fit_scd(self, X, y, spec):
-        """Fit an algorithm whose calibration assumes records (or, primal,
-        columns) of norm <= 1 (DP-SCD) on rows scaled to that norm (see the notes)."""
-        n_samples, n_features = X.shape
-        solver = spec.name
-        epsilon = check_epsilon(self.epsilon)
-        delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
-        passes = _check_positive_int(self.passes, "passes")
-        config = self._config(spec, epsilon)
-        accountant = _check_accountant(self.accountant, spec)
-        spec.check_neighbouring(self.neighbouring)  # before any release
-        budget = Budget(epsilon, delta, accountant, self.neighbouring)
-        spec.check_problem(self._loss, self.penalty)
-        if not isinstance(self.normalize_rows, (bool, np.bool_)):
-            raise ValueError(f"normalize_rows must be True or False, got "
-                             f"{self.normalize_rows!r}")
-        if not (isinstance(self.alpha, numbers.Real) and self.alpha > 0):
-            raise ValueError(f"alpha must be > 0 for {solver}, got {self.alpha!r}")
-        primal = spec.record_norm == "columns"
-        self.row_scale_ = 1.0 / np.sqrt(n_samples) if primal else 1.0
-        # primal fits theta' = w / row_scale_ on rows of norm row_scale_: the
-        # penalty (alpha/2)||w||^2 is (alpha row_scale_^2 / 2)||theta'||^2
-        datafit, penalty = make_problem(self._loss, "l2",
-                                        self._internal_alpha() * self.row_scale_ ** 2)
-        size = n_features + bool(self.fit_intercept) if primal else n_samples
-        if config.get("batch_size", 1) > size:
-            raise ValueError(f"batch_size must be <= {'n_features' if primal else 'n_samples'}"
-                             f" = {size} for {solver}, got {self.batch_size!r}")
-        if self.fit_intercept:
-            X = np.hstack([X, np.ones((n_samples, 1))])
-        if self.normalize_rows:
-            X = self._normalise(X)
-        config["passes"] = passes
-        problem = SweepProblem(
-            X=X, y=y, datafit=datafit, penalty=penalty,
-            smoothness=np.full(X.shape[1], np.nan), global_smoothness=np.nan,
-            max_abs=np.abs(X).max(axis=0),
-        )
-        seq = self._seed_sequence(spec, epsilon, delta, accountant, config)
-        seed = [int(s) for s in seq.spawn(1)[0].generate_state(4)]
-        result, ledger = spec.run(problem, config, seed, budget, None)
-        self.privacy_ledger_ = ledger
-        self.history_ = np.asarray(result.objective)
-        self.n_iter_ = passes
-        self.n_updates_ = int(result.n_updates)
-        return result.w * self.row_scale_
+        return result.w * prepared.scale
 
     def _seed_sequence(self, spec, epsilon, delta, accountant, config):
         """``SeedSequence(run_entropy(random_state, settings))``: fits that differ in
@@ -375,12 +199,6 @@ class _BaseDPLinear(BaseEstimator):
             identity["bounds"] = (None if self.bounds is None else np.broadcast_to(
                 np.asarray(self.bounds, dtype=float), (self.n_features_in_,)).tolist())
         return np.random.SeedSequence(run_entropy(_seed_of(self.random_state), identity))
-
-    def _normalise(self, X):
-        """Rows scaled to norm ``row_scale_`` (zero rows stay zero)."""
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        norms[norms == 0] = 1.0
-        return X * (self.row_scale_ / norms)[:, None]
 
     def _check_noise(self, solver):
         """``self.noise``, refusing what the secure mode does not cover."""
@@ -422,60 +240,6 @@ class _BaseDPLinear(BaseEstimator):
             value = getattr(self, hp.name)
             config[hp.name] = hp.validate(value, hp.name) if hp.validate else value
         return config
-
-    def _check_config(self, spec, config, n_samples, n_features):
-        """The spec's (loss, penalty) and cross-hyperparameter checks."""
-        spec.check_problem(self._loss, self.penalty)
-        if spec.check is not None:
-            spec.check(config, {"loss": self._loss, "penalty": self.penalty,
-                                "n_samples": n_samples, "n_features": n_features})
-
-    def _check_bounds(self, n_features):
-        """The public bound on |x_ij| as an array of shape (n_features,), or None."""
-        if self.bounds is None:
-            return None
-        bound = np.asarray(self.bounds, dtype=float)
-        bound = np.broadcast_to(bound, (n_features,)) if bound.ndim == 0 else bound
-        if bound.shape != (n_features,) or not np.all(np.isfinite(bound) & (bound > 0)):
-            raise ValueError(
-                f"bounds must be a number > 0 or an array of shape ({n_features},) of "
-                f"numbers > 0, got {self.bounds!r}"
-            )
-        return bound
-
-    def _clip_unit(self, datafit, smoothness):
-        """Overall threshold that makes ``clip`` relative: ``clip * unit`` gives
-        coordinate thresholds ``C_j = clip * g * sqrt(M_j / c)`` (``c`` the
-        loss's per-sample constant of a unit feature, ``g`` its gradient scale:
-        1 for the logistic loss, 2 for squares at a unit residual), that is
-        ``clip * g`` times the root mean square of feature j."""
-        c = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
-        g = 2.0 if self._loss == "squares" else 1.0
-        return float(np.sqrt(g * g / c * np.sum(smoothness)))
-
-    def _private_smoothness(self, X, datafit, epsilon, rng, bound, noise="fast"):
-        """Release the M_j privately with ``smoothness_fraction * epsilon`` (App. F).
-
-        Without a public ``bound``, half of that share first releases one
-        (:func:`dpcd.privacy.bounds.private_feature_bound`; not in the secure
-        noise mode, whose exact samplers do not cover it).
-        """
-        eps_smooth, _ = privacy.split_smoothness_budget(epsilon,
-                                                        self.smoothness_fraction)
-        ledgers = []
-        if bound is None:
-            if noise == "secure":
-                raise ValueError("noise='secure' needs public bounds: the private "
-                                 "release of a bound has no exact sampler; give bounds")
-            eps_smooth /= 2.0
-            b, ledger = private_feature_bound(X, eps_smooth, rng)
-            bound = np.full(X.shape[1], b)
-            ledgers.append(ledger)
-        M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
-                                                feature_bound=bound, noise=noise)
-        ledger = privacy.Ledger.combine(ledgers + [ledger], algorithm=ledger.algorithm)
-        return {"smoothness": M, "smoothness_fraction": self.smoothness_fraction,
-                "ledger": ledger.to_dict()}
 
     def _validate(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc", "coo"),

@@ -17,7 +17,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpcd.estimators import _seed_of
+from dpcd.estimators.linear import _seed_of
 from dpcd.leak import warn_nonprivate
 from dpcd.tuning.search import private_search
 from dpcd.tuning.settings import SearchSettings
