@@ -33,7 +33,6 @@ DISTRIBUTIONS = {"poisson": math.inf, "geometric": 1.0, "logarithmic": 0.0,
 
 
 # ------------------------------------------------------------------ K
-# ------------------------------------------------------------------ K
 def check_k_distribution(distribution: str, mean: float, shape=None) -> tuple[float, float]:
     """Validate the distribution of K and return (mean, dp_accounting shape).
 
