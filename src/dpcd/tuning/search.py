@@ -11,7 +11,7 @@ experiment: its grid, data, target (ε, δ) and settings) or the
    (:func:`dpcd.tuning.calibration.calibrate_selection`);
 3. runs each candidate as an independent release: a dpcd estimator with the
    configuration, fitted at the calibrated per-candidate budget with its own
-   stream (:func:`dpcd.sweep.grid.run_entropy` of the seed, the candidate's
+   stream (:func:`dpcd.streams.run_entropy` of the seed, the candidate's
    index and its configuration), then its score with noise from a second
    stream of that candidate;
 4. releases the candidate with the best noisy score: its model, its noisy
