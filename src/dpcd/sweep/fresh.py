@@ -97,8 +97,8 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
     for cell, configs in cells.values():
         seeds = fresh_seeds(spec["base_seed"], n_seeds, cell)
         estimates = None
-        if spec.get("adapter", spec["solver"]) == "dp_cd_p":
-            # DP-CD-P's smoothness estimate is part of each run's release: fresh too.
+        if algorithms.get(spec.get("adapter", spec["solver"])).smoothness == "private":
+            # a private smoothness estimate is part of each run's release: fresh too.
             estimates = private_smoothness_estimates(
                 problem.X, spec["problem"]["loss"], spec["grid"]["smoothness_fraction"],
                 [cell["epsilon"]], seeds, spec["experiment"],
