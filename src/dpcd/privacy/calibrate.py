@@ -201,10 +201,6 @@ class Calibration:
     sampling_rate: float = 1.0
     extra: dict = field(default_factory=dict)
 
-    def with_nonprivate_input(self, name: str) -> "Calibration":
-        """Return a copy whose ledger records ``name`` as a non-private input."""
-        return dataclasses.replace(self, ledger=self.ledger.add_nonprivate_input(name))
-
 
 def check_sampling(calibration: Calibration, sampling: str) -> None:
     """Refuse to run a solver whose sampling differs from the accounted one.

@@ -208,8 +208,6 @@ class Ledger:
             self, nonprivate_inputs=self.nonprivate_inputs + (name,)
         )
 
-    with_nonprivate_input = add_nonprivate_input
-
     def with_data_split(self, division: dict | None) -> "Ledger":
         """Return a copy that records the train/validation ``division`` it ran on."""
         return self if division is None else dataclasses.replace(self, data_split=dict(division))
