@@ -1,7 +1,8 @@
 """Benchmark: each solver's cost per (record x feature) step, for the planner's estimate.
 
 Run: ``python bench/bench_cost_model.py`` (prints one table and the
-``STEP_COST_NS`` table to paste into ``src/dpcd/plan.py``; no assertions).
+each solver's ``step_cost_ns`` for its algorithm spec in ``src/dpcd/algorithms/``;
+no assertions).
 
 A pass of every solver here reads the data once (DP-CD: p coordinate updates
 of O(n) each; DP-GCD: one iteration = p coordinate gradients; DP-SGD and
@@ -134,7 +135,7 @@ def main():
         costs[kind][adapter] = max(costs[kind].get(adapter, 0.0), ns)
         print(f"{adapter:<12} {exp['problem']['loss']:<9} {exp['problem']['penalty']:<8} "
               f"{kind:<7} {len(configs):>7} {best:8.3f} {ns:14.1f}")
-    print("\nSTEP_COST_NS = {")
+    print("\nstep_cost_ns of each algorithm spec, by kind of data = {")
     for kind in costs:
         print(f'    "{kind}": {{')
         for adapter in sorted(costs[kind]):

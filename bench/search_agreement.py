@@ -2,7 +2,7 @@
 
 A run's streams depend on its seed and configuration only, so the stages of
 ``search: staged`` are the grid's runs of their configurations
-(:func:`dpcd.report.search.replay_staged`; tests/workflow/test_staged_search.py
+(:func:`dpcd.sweep.staged.replay_staged`; tests/workflow/test_staged_search.py
 checks the replay against the workflow). Per (solver, epsilon, passes):
 agreed (same configuration), within noise (the staged choice's mean criterion
 over all seeds within one standard error of the grid's choice's), disagrees.
