@@ -55,6 +55,16 @@ def test_markdown_stars_the_lowest_error_of_each_row():
     assert "exact_smoothness" in text
 
 
+def test_one_seed_has_no_std_and_still_makes_its_markdown():
+    """seeds: 1 leaves every std NaN, so the table drops the column; the
+    markdown shows the mean with a zero spread instead of failing."""
+    table = summary_table(_runs()[lambda d: d.seed_index == 0])
+    assert "rel_error_std" not in table and table["n_seeds"].tolist() == [1]
+    text = markdown_table(table, "e")
+    line = next(l for l in text.splitlines() if l.startswith("| dp_cd | replace_one | 1 |"))
+    assert "0.0500 ± 0e+00*" in line  # seed 0 alone: "bad" (0.05) is best
+
+
 def test_figure_is_written(tmp_path):
     path = tmp_path / "f.png"
     plot_rel_error(_runs(), path, x="time")

@@ -134,9 +134,10 @@ def pivot_markdown(table, value, std, star, keys=("solver", "epsilon"), paper=Fa
                 cells.append("")
                 continue
             row = rows.loc[k]
-            cell = _cell(row[value], row[std]) + ("*" if k == best else "")
+            # one seed: no std column (an all-NaN column is dropped from the table)
+            cell = _cell(row[value], row.get(std)) + ("*" if k == best else "")
             if paper and not pd.isna(row.get(f"paper_{value}", np.nan)):
-                cell += f" ({_cell(row[f'paper_{value}'], row[f'paper_{std}'])})"
+                cell += f" ({_cell(row[f'paper_{value}'], row.get(f'paper_{std}'))})"
             cells.append(cell)
         labels = [f"{part:g}" if isinstance(part, float) else str(part) for part in key]
         lines.append("| " + " | ".join(labels + cells) + " |")
