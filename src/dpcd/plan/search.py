@@ -3,8 +3,10 @@ configurations each stage runs per cell, on how many seeds, its chunks, what
 it adds to a solve spec, its select jobs and its checks. One subclass per
 mode (``grid``, ``staged``, ``private``), one instance per experiment."""
 
+from abc import ABC, abstractmethod
 
-class Search:
+
+class Search(ABC):
     """The search of one experiment (``experiments.<name>.search``).
 
     Parameters
@@ -28,9 +30,9 @@ class Search:
     def check(self):
         """Refuse settings the mode cannot run, naming them (before anything runs)."""
 
+    @abstractmethod
     def stages(self):
         """The solve stages, in order; the last one's runs make the tables."""
-        raise NotImplementedError
 
     def folder(self, stage):
         """Where a solve job of ``stage`` writes, under its solver's folder."""
