@@ -415,19 +415,7 @@ def _budget(**bad):
                         *[x for k, v in args.items() for x in (f"--{k}", v)]]
 
 
-def _aggregate_half_fresh(tmp):
-    """--fresh-spec without the fresh outputs: refused before anything is read."""
-    out = tmp / "results"
-    return ["aggregate", "--experiment", "e", "--spec", "{}", "--runs", str(tmp / "r.parquet"),
-            "--mlflow-runs", str(tmp / "r.jsonl.gz"), "--mlflow-experiment", "e",
-            "--reference", str(tmp / "ref.json"), "--mlflow", str(out / "m.json"),
-            "--csv", str(out / "t.csv"), "--md", str(out / "t.md"),
-            "--figure-passes", str(out / "a.png"), "--figure-time", str(out / "b.png"),
-            "--figure-solution", str(out / "c.png"), "--fresh-spec", "{}"]
-
-
 STAGE_CASES = {
-    "aggregate-fresh-spec-alone": (_aggregate_half_fresh, ["--fresh-spec", "all of them, or none"]),
     "smoothness-zero-columns": (_zero_column, ["z.npz", "[1, 3]", "M_j = 0"]),
     "reference-nan": (_nan_reference, ["NaN"]),
     "reference-labels-outside-pm1": (_logistic_labels, ["labels", "y[0] = 0.0"]),

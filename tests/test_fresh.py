@@ -13,9 +13,9 @@ from dpcd.report.summary import conclusions_on_fresh, fresh_summary_markdown, la
 from dpcd.streams import (FRESH_OFFSET, config_id, fresh_seed, fresh_seeds, run_entropy,
                           run_identity, run_seed)
 from dpcd.sweep import configurations
-from dpcd.sweep.fresh import run_fresh, selected_configurations
+from dpcd.sweep.fresh import run_fresh, run_fresh_chunk, selected_configurations
 from dpcd.sweep.problem import SweepProblem, resolve_alpha
-from dpcd.sweep.run import private_smoothness_estimates, run_chunk
+from dpcd.sweep.run import private_smoothness_estimates, run_chunk, run_configurations
 
 
 # --- seeds ------------------------------------------------------------------------
@@ -142,6 +142,55 @@ def test_run_fresh_runs_the_same_configurations_on_fresh_seeds_with_their_own_le
     # rows are the sweep's adapters, only the seeds differ.
     again, _, _ = run_fresh({**SPEC, "fresh_seeds": 3}, table, problem, f_star)
     pd.testing.assert_frame_equal(fresh.drop(columns="time"), again.drop(columns="time"))
+
+
+def _sorted(runs):
+    keys = ["solver", "config_id", "seed", "pass"]
+    return runs.drop(columns="time").sort_values(keys).reset_index(drop=True)
+
+
+def test_the_fresh_stage_in_chunks_runs_what_one_process_runs(tmp_path):
+    """The fresh solve jobs (chunks of cells, the selection read from the
+    table's CSV) together give run_fresh's rows and records, each cell once."""
+    problem = _problem(np.random.default_rng(1))
+    runs, _ = run_chunk(SPEC, 0, problem, 0.01)
+    cells = runs.groupby(["epsilon", "passes"])["config_id"].first().reset_index()
+    table = cells.assign(solver="dp_cd")[["solver", "config_id", "epsilon", "passes"]]
+    path = tmp_path / "table.csv"
+    table.to_csv(path, index=False)
+    whole, records, _ = run_fresh({**SPEC, "fresh_seeds": 2}, table, problem, 0.01)
+    spec = {**SPEC, "seeds": 2, "seed_set": "fresh", "selection": str(path), "chunks": 3}
+    parts = [run_fresh_chunk(spec, k, problem, 0.01) for k in range(3)]
+    assert [len(part[1]) for part in parts] == [2, 1, 1]  # 4 cells, round-robin
+    chunked = pd.concat([part[0] for part in parts], ignore_index=True)
+    pd.testing.assert_frame_equal(_sorted(chunked), _sorted(whole))
+    assert sorted(r.config_id for part in parts for r in part[1]) == sorted(
+        r.config_id for r in records)
+
+
+def test_a_non_private_solver_runs_once_for_every_epsilon():
+    """run_chunk runs SCD at the first epsilon only and gives its runs to the
+    others: the rows and records are those of running every epsilon (the
+    streams are keyed without epsilon), with each epsilon's configuration id."""
+    problem = _problem(np.random.default_rng(2))
+    spec = {**SPEC, "solver": "sgd", "privacy": {"epsilon": [1.0, 5.0, 9.0], "delta": 1e-4},
+            "grid": {"step": [0.01, 0.1], "batch_size": [1, 4]}}
+    seeds = [run_seed(0, k) for k in range(2)]
+    every = configurations("sgd", spec["grid"], spec["passes"], [1.0, 5.0, 9.0])
+    expected, expected_records = run_configurations(spec, every, seeds, problem, 0.01)
+    runs, records = run_chunk(spec, 0, problem, 0.01)
+    pd.testing.assert_frame_equal(_sorted(runs), _sorted(expected))
+    assert sorted(r.config_id for r in records) == sorted(r.config_id for r in expected_records)
+    # each epsilon's rows are the first epsilon's, computed once
+    by_eps = [runs[runs["epsilon"] == e].drop(columns=["epsilon", "config_id"])
+              .reset_index(drop=True) for e in (1.0, 5.0, 9.0)]
+    for other in by_eps[1:]:
+        pd.testing.assert_frame_equal(other, by_eps[0])
+    for a, b in zip(records[:8], records[8:16]):
+        assert a.objective is b.objective  # one run, not two equal ones
+    # a private solver still runs every epsilon
+    private, _ = run_chunk(SPEC, 0, problem, 0.01)
+    assert private.groupby("epsilon")["objective"].sum().nunique() == 2
 
 
 def test_mlflow_runs_of_fresh_records_say_they_are_a_new_release():

@@ -177,6 +177,7 @@ def specs(p):
         out["fresh", name, None] = plan.render(p.fresh_spec(name))
         for solver in p.experiment(name)["solvers"]:
             out["solve", name, solver] = plan.render(p.solve_spec(name, solver))
+            out["fresh_solve", name, solver] = plan.render(p.solve_spec(name, solver, "fresh"))
     return out
 
 
@@ -195,19 +196,19 @@ def test_an_edit_changes_only_the_expected_specs():
     def grid(c):
         c["experiments"]["big"]["solvers"]["dp_cd"]["step"] = [0.5]
 
-    assert changed(config, grid) == {("solve", "big", "dp_cd"), ("fresh", "big", None)}
+    assert changed(config, grid) == {("solve", "big", "dp_cd"), ("fresh_solve", "big", "dp_cd")}
 
     def seeds(c):
         c["experiments"]["big"]["seeds"] = 4
 
-    assert changed(config, seeds) == {
-        ("solve", "big", s) for s in ("cd", "dp_cd", "dp_sgd")
-    } | {("fresh", "big", None)}
+    # the fresh jobs run fresh_seeds seeds (they rerun when the table they read changes)
+    assert changed(config, seeds) == {("solve", "big", s) for s in ("cd", "dp_cd", "dp_sgd")}
 
     def fresh(c):
         c["report"]["fresh_seeds"] = 3
 
-    assert changed(config, fresh) == {("fresh", n, None) for n in ("big", "sparse_lasso")}
+    assert changed(config, fresh) == {("fresh", n, None) for n in ("big", "sparse_lasso")} | {
+        ("fresh_solve", n, s) for n in ("big", "sparse_lasso") for s in ("cd", "dp_cd", "dp_sgd")}
 
     def select(c):
         c["experiments"]["sparse_lasso"]["select_by"] = "validation"
@@ -220,7 +221,9 @@ def test_an_edit_changes_only_the_expected_specs():
     def chunks(c):
         c["experiments"]["big"]["chunks"] = 3
 
-    assert changed(config, chunks) == {("solve", "big", s) for s in ("cd", "dp_cd", "dp_sgd")}
+    # the fresh stage's too: min(chunks, its 3 cells of epsilon x passes)
+    assert changed(config, chunks) == {(kind, "big", s) for kind in ("solve", "fresh_solve")
+                                       for s in ("cd", "dp_cd", "dp_sgd")}
 
 
 def test_variant_and_validation_split_keys_only_when_set():
@@ -365,18 +368,18 @@ def test_chunk_core_hours_bounds_every_job(path):
 
 def test_cost_model_follows_the_sweep():
     """The planner's configurations are the sweep's (dpcd.sweep.grid), in its
-    order, so its round-robin chunk estimates are those of the real chunks;
-    the estimate is linear in seeds and in the data's entries."""
-    from dpcd.sweep import chunk_of, configurations
+    order (a non-private solver's at one epsilon), so its round-robin chunk
+    estimates are those of the real chunks; the estimate is linear in seeds
+    and in the data's entries."""
+    from dpcd.sweep import chunk_of
+    from dpcd.sweep.run import chunk_configurations
 
     config = load("config/paper/dpscd_aaai21.yaml")
     p = make(config)
     for name in p.experiments:
         exp = p.experiment(name)
         for solver in sorted(exp["solvers"]):
-            adapter, grid, passes = plan.solver_entry(exp, solver)
-            eps = exp["privacy"]["epsilon"]
-            configs = configurations(adapter, grid, passes, eps)
+            configs = chunk_configurations({**p.solve_spec(name, solver), "chunks": 1}, 0)
             assert p.config_passes(name, solver) == [c["passes"] for c in configs]
             chunks = p.chunks(name, solver) + 2
             largest = max(
@@ -576,9 +579,9 @@ def test_cost_summary_names_total_and_largest_job():
 
 
 def test_fresh_seed_reruns_are_counted():
-    """The aggregate's fresh-seed re-runs (one configuration per solver and
-    (epsilon, passes), on report.fresh_seeds seeds) are estimated apart from
-    the solve jobs, linear in fresh_seeds, none without them or under
+    """The fresh stage's re-runs (one configuration per solver and (epsilon,
+    passes), on report.fresh_seeds seeds) are estimated apart from the search's
+    solve jobs, linear in fresh_seeds, none without them or under
     search: private."""
     config = load("config/paper/dpscd_aaai21.yaml")
     config["report"]["fresh_seeds"] = 10
@@ -685,3 +688,45 @@ def test_the_sweep_reads_the_lattice_leaf_only():
                     or (node.module == "dpcd" and any(a.name == "plan" for a in node.names))):
                 reads.setdefault(node.module, set()).add(path.relative_to(src).as_posix())
     assert set(reads) == {"dpcd.plan.lattice"}, reads
+
+
+def test_the_fresh_stage_is_chunked_solve_jobs_after_the_aggregation():
+    """report.fresh_seeds plans a solve stage "fresh" per solver: min(chunks,
+    cells) jobs reading the experiment's table, on fresh_seeds seeds, apart
+    from the search's stages (whose runs the aggregation reads: no cycle);
+    none without fresh seeds or under search: private."""
+    config = load("config/paper/dpscd_aaai21.yaml")
+    config["report"]["fresh_seeds"] = 5
+    p = make(config)
+    name = "yearpredictionmsd_ridge"  # 4 epsilons x 1 passes: 4 cells, chunks 8
+    jobs = p.fresh_jobs(name)
+    assert {job.stage for job in jobs} == {"fresh"}
+    assert len(jobs) == 4 * len(p.experiment(name)["solvers"])
+    spec = p.solve_spec(name, "dp_scd", "fresh")
+    assert spec["seeds"] == 5 and spec["seed_set"] == "fresh" and spec["chunks"] == 4
+    assert spec["selection"] == p.selection_input(name, "fresh") == f"results/tables/{name}.csv"
+    assert "stage" not in spec  # the fresh MLflow runs carry no search_stage
+    paths = p.fresh_paths(".parquet", name)
+    assert paths[0] == f"results/runs/{name}/dp_scd/fresh/chunk0.parquet"
+    assert not set(paths) & set(p.job_paths(".parquet", [name]))
+    assert p.fresh_tables([name]) == [f"results/tables/fresh/{name}.csv"]
+    config["report"]["fresh_seeds"] = 0
+    assert make(config).fresh_jobs() == [] and make(config).fresh_tables() == []
+    private = make(load("config/paper/private_tuning_dpscd.yaml"))
+    assert private.fresh_jobs() == []
+
+
+def test_a_non_private_solver_is_planned_at_one_epsilon():
+    """Its runs are the same at every epsilon (dpcd.sweep.run runs them once):
+    the cost model counts one epsilon, a private solver every one; the fresh
+    stage every cell (its seeds are drawn per cell)."""
+    config = load("config/paper/dpscd_aaai21.yaml")
+    p = make(config)
+    name = "yearpredictionmsd_ridge"  # 4 epsilons
+    for solver, private, grid in (("sgd", False, 13 * 11), ("dp_sgd", True, 13 * 13 * 11)):
+        assert p.private(name, solver) is private
+        assert len(p.config_passes(name, solver, "screen")) == (4 if private else 1) * grid
+    assert len(p.config_passes(name, "scd", "fresh")) == 4
+    # without solver facts (dpcd not importable where Snakemake runs): priced as private
+    bare = plan.Plan(load("config/paper/dpscd_aaai21.yaml"))
+    assert len(bare.config_passes(name, "sgd", "screen")) == 4 * 13 * 11

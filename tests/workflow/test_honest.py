@@ -1,10 +1,10 @@
-"""Issue 14 end to end: fresh-seed re-evaluation and an alpha_grid on the tiny config.
+"""Fresh-seed re-evaluation and an alpha_grid on the tiny config, end to end.
 
 The finished tiny workdir (fresh_seeds: 0) is copied, its MLflow store moved
 with it, then report.fresh_seeds and an alpha_grid are turned on: the run must
-add the fresh re-runs (in each experiment's aggregate job) and the lambda
-experiments, run no solve job of the finished experiments, and ingest none of
-their runs again.
+add the fresh re-runs (the fresh solve stage and the fresh rule) and the lambda
+experiments, rerun no search solve job or aggregation of the finished
+experiments, and ingest none of their runs again.
 """
 
 import json
@@ -66,26 +66,31 @@ def honest(finished_workdir, tmp_path_factory):
 
     _edit(workdir, edit)
     proc = snakemake(workdir)
-    return workdir, _job_stats(proc.stdout + proc.stderr)
+    return workdir, _job_stats(proc.stdout + proc.stderr), finished_workdir
 
 
 def test_only_the_new_jobs_run(honest):
-    workdir, jobs = honest
-    # aggregate (with its fresh re-runs): exp_a (3 solvers), exp_b and
-    # exp_b_lam0; the new lambda experiment's own reference and solve; no solve
-    # job of exp_a / exp_b, whose aggregate jobs ingest none of their runs again.
-    assert jobs == {"all": 1, "reference": 1, "solve": 1, "aggregate": 3,
+    workdir, jobs, finished = honest
+    # the new lambda experiment's reference, solve and aggregate; fresh solve
+    # jobs: exp_a 3 solvers x 2 chunks (its 2 cells), exp_b and exp_b_lam0 one
+    # each; a fresh rule per experiment. No search solve job or aggregation of
+    # exp_a / exp_b: their runs are not ingested again.
+    assert jobs == {"all": 1, "reference": 1, "solve": 1 + 8, "aggregate": 1, "fresh": 3,
                     "lambda_table": 1, "summary": 1}
     for name in ("exp_a", "exp_b"):
-        ingest = json.loads((workdir / "results" / "mlflow" / f"{name}.json").read_text())["ingest"]
-        assert ingest["runs"] == 0 and ingest["skipped_jobs"] > 0
+        mlflow = workdir / "results" / "mlflow"
+        aggregated = (finished / "results" / "mlflow" / f"{name}.json").read_text()
+        assert (mlflow / f"{name}.json").read_text() == aggregated  # not rerun
+        ingest = json.loads((mlflow / "fresh" / f"{name}.json").read_text())["ingest"]
+        assert ingest["jobs"] == (6 if name == "exp_a" else 1) and ingest["skipped_jobs"] == 0
 
 
 def test_fresh_seeds_never_coincide_with_selection_seeds(honest):
-    workdir, _ = honest
+    workdir = honest[0]
     results = workdir / "results"
     for experiment in ("exp_a", "exp_b", "exp_b_lam0"):
-        selection = pd.concat([pd.read_parquet(p) for p in (results / "runs" / experiment).rglob("*.parquet")])
+        solves = (results / "runs" / experiment).rglob("*.parquet")
+        selection = pd.concat([pd.read_parquet(p) for p in solves if p.parent.name != "fresh"])
         fresh = pd.read_parquet(results / "fresh" / f"{experiment}.parquet")
         # FRESH seeds per cell (experiment, solver, epsilon, passes), each cell its own
         per_cell = fresh.groupby(["solver", "epsilon", "passes"])["seed"].unique()
@@ -98,7 +103,7 @@ def test_fresh_seeds_never_coincide_with_selection_seeds(honest):
 
 
 def test_tables_and_summary_show_both_numbers(honest):
-    workdir, _ = honest
+    workdir = honest[0]
     results = workdir / "results"
     selected = pd.read_csv(results / "tables" / "exp_a.csv")
     table = pd.read_csv(results / "tables" / "fresh" / "exp_a.csv")
@@ -117,7 +122,7 @@ def test_tables_and_summary_show_both_numbers(honest):
 
 
 def test_fresh_runs_are_releases_with_their_own_ledgers(honest):
-    workdir, _ = honest
+    workdir = honest[0]
     client = MlflowClient(f"sqlite:///{workdir}/results/mlflow.db")
     experiment = client.get_experiment_by_name("dpcd/exp_a")
     fresh = client.search_runs([experiment.experiment_id], "tags.`dpcd.seed_set` = 'fresh'")
@@ -144,7 +149,7 @@ def test_fresh_runs_are_releases_with_their_own_ledgers(honest):
 
 
 def test_alpha_grid_runs_each_lambda_and_tabulates_them(honest):
-    workdir, _ = honest
+    workdir = honest[0]
     results = workdir / "results"
     reference = json.loads((results / "reference" / "exp_b_lam0.json").read_text())
     data = np.load(results / "data" / "processed" / "lasso_b" / "raw.npz")
@@ -170,5 +175,5 @@ def test_editing_fresh_seeds_replans_only_the_reevaluation(honest, tmp_path):
         config["report"]["fresh_seeds"] = FRESH + 1
 
     _edit(workdir, edit)
-    assert planned_jobs(workdir) == {"all": 1, "aggregate": 3,
+    assert planned_jobs(workdir) == {"all": 1, "solve": 8, "fresh": 3,
                                      "lambda_table": 1, "summary": 1}

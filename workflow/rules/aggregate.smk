@@ -1,18 +1,9 @@
 # Stage 5: best configuration per solver and passes, tables, figures; the MLflow
 # experiment, its solve jobs' runs ingested (the one writer of its child runs)
 # and the tables and figures as artifacts of its parent run. With
-# report.fresh_seeds > 0, the same job then re-runs every selected configuration
-# on that many new seeds (a new private release each) and writes both numbers
-# side by side: one job per experiment, not two, as each pays seconds of the
-# same imports (MLflow 1.4 s, seaborn with matplotlib 0.8 s).
-
-
-# The aggregate rule's fresh-seed arguments, when report.fresh_seeds > 0.
-FRESH_ARGUMENTS = (
-    " --fresh-spec {params.fresh:q} --data {input.data} --smoothness {input.smoothness}"
-    " --fresh-out {output.fresh_runs} --fresh-csv {output.fresh_csv}"
-    " --fresh-md {output.fresh_md} --fresh-figure {output.fresh_figure}"
-)
+# report.fresh_seeds > 0, the solve stage "fresh" then re-runs every selected
+# configuration on that many new seeds (a new private release each; solve.smk)
+# and the fresh rule puts both numbers side by side.
 
 
 rule aggregate:
@@ -20,12 +11,12 @@ rule aggregate:
         runs=chunk_results,
         mlflow_runs=chunk_mlflow_runs,
         reference="results/reference/{experiment}.json",
-        # the fresh re-runs' problem and kernels
+        # unread since the fresh re-runs have their own jobs, but kept: Snakemake
+        # reruns a job whose input set changes, and finished workdirs list them
         data=processed_path,
         smoothness=smoothness_path,
         warmup="results/.numba_cache/warmup.done",
     output:
-        **fresh_outputs(),
         mlflow="results/mlflow/{experiment}.json",
         csv="results/tables/{experiment}.csv",
         md="results/tables/{experiment}.md",
@@ -56,7 +47,6 @@ rule aggregate:
         name=lambda w: config["mlflow"]["experiment_prefix"] + w.experiment,
         # another tracking store (e.g. a shared server) reruns the tracked stages
         tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
-        fresh=lambda w: _json(PLAN.fresh_spec(w.experiment)) if PLAN.fresh_seeds else "",
     shell:
         "dpcd aggregate --experiment {wildcards.experiment} --spec {params.spec:q}"
         " --runs {input.runs} --mlflow-runs {input.mlflow_runs}"
@@ -64,5 +54,32 @@ rule aggregate:
         " --reference {input.reference} --mlflow {output.mlflow}"
         " --csv {output.csv} --md {output.md} --figure-passes {output.rel_error}"
         " --figure-time {output.rel_error_time} --figure-solution {output.solution}"
-        + (FRESH_ARGUMENTS if PLAN.fresh_seeds else "")
-        + " 2> {log}"
+        " 2> {log}"
+
+
+# Stage 5b (report.fresh_seeds > 0): the fresh solve jobs' runs beside the
+# selection; their MLflow runs ingested into the experiment's parent run.
+rule fresh:
+    input:
+        runs=fresh_results,
+        mlflow_runs=fresh_mlflow_runs,
+        selection="results/tables/{experiment}.csv",
+        mlflow="results/mlflow/{experiment}.json",
+    output:
+        **fresh_outputs(),
+    log:
+        "results/logs/fresh/{experiment}.log",
+    benchmark:
+        "results/benchmarks/fresh/{experiment}.tsv"
+    priority: sweep_priority
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        spec=lambda w: _json(PLAN.fresh_spec(w.experiment)),
+        tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
+    shell:
+        "dpcd fresh --experiment {wildcards.experiment} --spec {params.spec:q}"
+        " --selection {input.selection} --runs {input.runs}"
+        " --mlflow-runs {input.mlflow_runs} --mlflow-info {input.mlflow}"
+        " --mlflow {output.mlflow} --out {output.fresh_runs} --csv {output.fresh_csv}"
+        " --md {output.fresh_md} --figure {output.fresh_figure} 2> {log}"

@@ -34,6 +34,7 @@ LAMBDA_GROUPS = PLAN.lambda_groups
 WARMUP_PRIORITY = plan.WARMUP_PRIORITY
 _json = plan.render
 final_outputs = PLAN.final_outputs
+fresh_tables = PLAN.fresh_tables
 lambda_experiments = PLAN.lambda_experiments
 
 # Jobs inherit one project-local numba cache (filled once by warmup_numba), one
@@ -50,7 +51,7 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
-    stage="(screen/|refine/|promote/|confirm/)?",
+    stage="(screen/|refine/|promote/|confirm/|fresh/)?",
     after="screen|refine|promote",
 
 
@@ -110,15 +111,21 @@ def selected_results(w):
 
 
 def chunk_mlflow_runs(w):
-    """Every solve job's MLflow runs file of one experiment, of every stage."""
+    """Every search stage's MLflow runs files of one experiment."""
     return chunk_results(w, ".mlflow.jsonl.gz", stage=None)
 
 
-# Lists the rules read. Fresh-seed re-evaluation (report.fresh_seeds) runs in
-# the experiment's aggregate job; the lambda table exists when some experiment
-# has an alpha_grid; the paper figures when report.figures is set.
+def fresh_results(w, suffix=".parquet"):
+    """The fresh solve jobs' outputs of one experiment (none without fresh seeds)."""
+    return PLAN.fresh_paths(suffix, w.experiment)
+
+
+def fresh_mlflow_runs(w):
+    return fresh_results(w, ".mlflow.jsonl.gz")
+
+
 def fresh_outputs():
-    """The aggregate job's fresh-seed outputs, none when report.fresh_seeds is 0."""
+    """The fresh rule's outputs, none when report.fresh_seeds is 0."""
     outputs = PLAN.fresh_outputs()
     if outputs:
         caption, category = "../report/rel_error_fresh.rst", "Fresh seeds"
@@ -126,12 +133,6 @@ def fresh_outputs():
             outputs["fresh_figure"], caption=caption, category=category
         )
     return outputs
-
-
-def fresh_tables(names=None):
-    """Experiments' fresh tables (all by default), none when report.fresh_seeds is 0."""
-    names = PLAN.experiments if names is None else names
-    return [f"results/tables/fresh/{name}.csv" for name in names if PLAN.fresh_seeds]
 
 
 def lambda_outputs():

@@ -122,10 +122,10 @@ def names(private=None, builtin=None):
 
 def plan_facts():
     """What the workflow planner (``dpcd.plan``, which imports no dpcd) reads
-    of every registered algorithm: name -> ``step_cost_ns``,
+    of every registered algorithm: name -> ``private``, ``step_cost_ns``,
     ``private_candidate`` and ``private_refusal``, plain data."""
     load()
-    return {name: {"step_cost_ns": dict(spec.step_cost_ns),
+    return {name: {"private": spec.private, "step_cost_ns": dict(spec.step_cost_ns),
                    "private_candidate": spec.private_candidate,
                    "private_refusal": spec.private_refusal}
             for name, spec in _SPECS.items()}

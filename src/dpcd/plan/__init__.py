@@ -10,7 +10,8 @@ private-search candidacy) comes in as ``solver_facts``.
 Modules, each importing only those before it: :mod:`.lattice` (the staged
 search's lattice arithmetic, which the sweep reads too), :mod:`.config`
 (solver entries, data params, rendering), :mod:`.search` and one module per
-search mode (:mod:`.grid`, :mod:`.staged`, :mod:`.private`), :mod:`.cost`,
+search mode (:mod:`.grid`, :mod:`.staged`, :mod:`.private`), :mod:`.fresh`
+(the fresh-seed stage every re-runnable search shares), :mod:`.cost`,
 :mod:`.checks`, and :mod:`.jobs` (the :class:`Plan`).
 """
 

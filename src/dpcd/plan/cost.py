@@ -11,6 +11,7 @@ import math
 from collections import namedtuple
 
 from .config import solver_entry
+from .fresh import STAGE as FRESH
 from .lattice import grid_size
 
 #: A solve job's estimated cost: core-hours of the job (``job``) and of its
@@ -26,8 +27,8 @@ UNMEASURED_NS = {"dense": 9.4, "sparse": 176}
 
 class Costs:
     """The cost methods of :class:`dpcd.plan.Plan` (which gives ``config``,
-    ``registry``, ``solver_facts``, ``searches``, :meth:`experiment` and
-    :meth:`jobs`)."""
+    ``registry``, ``solver_facts``, ``freshes``, :meth:`experiment`,
+    :meth:`owner`, :meth:`jobs` and :meth:`fresh_jobs`)."""
 
     def dataset_size(self, name):
         """n x p from the config's generator params or the registry (1 if unknown)."""
@@ -67,26 +68,33 @@ class Costs:
         slowest = max(measured.values(), default=UNMEASURED_NS[density])
         return measured.get(solver_entry(exp, solver)[0], slowest)
 
+    def private(self, experiment, solver):
+        """Whether a solver entry's algorithm is private (without solver facts:
+        priced as private, on the high side)."""
+        name = solver_entry(self.experiment(experiment), solver)[0]
+        return (self.solver_facts or {}).get(name, {}).get("private", True)
+
     def config_passes(self, experiment, solver, stage="grid"):
         """The passes of each configuration the stage runs, in the sweep's
         order (epsilon, passes, then the grid's axes: dpcd.sweep.grid), the
-        staged confirm's as ``search_keep`` per (epsilon, passes)."""
-        exp, search = self.experiment(experiment), self.searches[experiment]
+        staged confirm's as ``search_keep`` per (epsilon, passes). A
+        non-private solver runs at the first epsilon only (its runs are the
+        same at every epsilon: dpcd.sweep.run), except on fresh seeds, which
+        are drawn per cell."""
+        exp, owner = self.experiment(experiment), self.owner(experiment, stage)
         _, grid, passes = solver_entry(exp, solver)
-        rest = search.configurations(solver, stage, grid_size(grid))
-        return self._per_configuration(exp, search.passes(stage, passes), rest)
-
-    @staticmethod
-    def _per_configuration(exp, passes, rest):
+        rest = owner.configurations(solver, stage, grid_size(grid))
         eps = exp["privacy"]["epsilon"]
         n_eps = len(eps) if isinstance(eps, (list, tuple)) else 1
-        return [k for _ in range(n_eps) for k in passes for _ in range(rest)]
+        if owner.shares_epsilons and not self.private(experiment, solver):
+            n_eps = 1
+        return [k for _ in range(n_eps) for k in owner.passes(stage, passes) for _ in range(rest)]
 
     def _hours(self, experiment, solver, stage, passes, seeds=None):
         """Core-hours of configurations with these passes, on the stage's seeds."""
         exp = self.experiment(experiment)
         if seeds is None:
-            seeds = self.searches[experiment].seeds(stage)
+            seeds = self.owner(experiment, stage).seeds(stage)
         entries, _ = self.dataset_entries(exp["dataset"])
         ns = self.step_cost_ns(experiment, solver) * entries * seeds * sum(passes)
         return ns / 3.6e12
@@ -104,7 +112,7 @@ class Costs:
         them) that no job's estimate exceeds it; never more chunks than
         configurations for the bound (a configuration's seeds run in one job)."""
         n_configs = len(self.config_passes(experiment, solver, stage))
-        chunks, sized = self.searches[experiment].chunks(stage, n_configs)
+        chunks, sized = self.owner(experiment, stage).chunks(stage, n_configs)
         bound = self.config.get("chunk_core_hours")
         if not sized or not bound:
             return chunks
@@ -126,17 +134,14 @@ class Costs:
         )
 
     def fresh_hours(self, experiment):
-        """Core-hours of an experiment's fresh-seed re-runs (its aggregate
-        job): each solver's selected configuration per (epsilon, passes) on
+        """Core-hours of an experiment's fresh-seed re-runs (its fresh solve
+        jobs): each solver's selected configuration per (epsilon, passes) on
         ``report.fresh_seeds`` seeds; none for a search that releases its own
         selection (``search: private``)."""
-        if not self.fresh_seeds or not self.searches[experiment].fresh:
+        if experiment not in self.freshes:
             return 0.0
-        exp = self.experiment(experiment)
-        return sum(self._hours(experiment, solver, "fresh",
-                               self._per_configuration(exp, solver_entry(exp, solver)[2], 1),
-                               seeds=self.fresh_seeds)
-                   for solver in exp["solvers"])
+        return sum(self.cost(experiment, solver, FRESH).sweep
+                   for solver in self.experiment(experiment)["solvers"])
 
     def cost_summary(self):
         """The estimate the workflow logs before any solver starts: core-hours
@@ -162,6 +167,7 @@ class Costs:
             f"{top.job:.3g} core-hours ({name}/{solver}, {stage}, "
             f"{top.chunks} chunks); from {measured}; the staged confirm as search_keep "
             f"per epsilon and passes, the refine at its most)"
-            + (f"; and {fresh:.3g} core-hours of fresh-seed re-runs in the "
-               f"aggregate jobs (report.fresh_seeds: {self.fresh_seeds})" if fresh else "")
+            + (f"; and {fresh:.3g} core-hours of fresh-seed re-runs in "
+               f"{len(self.fresh_jobs())} solve jobs (report.fresh_seeds: "
+               f"{self.fresh_seeds})" if fresh else "")
         )

@@ -6,11 +6,10 @@ params string changes, so these strings are a contract with every finished
 workdir.
 """
 
-from collections import namedtuple
-
 from .checks import check_plan
 from .config import expand_lambda_grids, solver_entry
 from .cost import Costs
+from .fresh import STAGE as FRESH, Fresh, FreshStage, Job
 from .grid import Grid
 from .private import Private, private_compare_inputs
 from .staged import Staged
@@ -25,11 +24,9 @@ WARMUP_PRIORITY = 100
 # (it routes the job graph, which must be planned without dpcd).
 PRIVATE_SMOOTHNESS_SOLVER = "dp_cd_p"
 
-#: One solve job: ``stage`` is one of its experiment's search's stages.
-Job = namedtuple("Job", "experiment solver stage chunk")
 
 
-class Plan(Costs):
+class Plan(Costs, FreshStage):
     """The workflow's plan for one configuration.
 
     Parameters
@@ -66,6 +63,9 @@ class Plan(Costs):
         check_plan(self, SEARCHES, check_solvers)
         self.searches = {name: SEARCHES[exp.get("search", "grid")](self, name)
                          for name, exp in config["experiments"].items()}
+        # the fresh stage of every experiment whose search re-runs its selection
+        self.freshes = {name: Fresh(self, name) for name, search in self.searches.items()
+                        if search.fresh and self.fresh_seeds}
 
     # -- experiments -------------------------------------------------------
     def experiment(self, name):
@@ -96,13 +96,16 @@ class Plan(Costs):
         """The experiment's solve stages, in order."""
         return self.searches[experiment].stages()
 
+    def owner(self, experiment, stage):
+        """What answers for ``stage`` of the experiment (configurations,
+        seeds, chunks, spec, folder): its search, or the fresh stage."""
+        if stage == FRESH:
+            return self.freshes[experiment]
+        return self.searches[experiment]
+
     def final_stage(self, experiment):
         """The stage whose runs make the experiment's tables."""
         return self.stages(experiment)[-1]
-
-    @property
-    def fresh_seeds(self):
-        return self.config["report"]["fresh_seeds"]
 
     # -- specs (the rules' params) ----------------------------------------
     def solve_spec(self, experiment, solver, stage="grid"):
@@ -124,7 +127,7 @@ class Plan(Costs):
         if exp.get("validation_split", "fixed") != "fixed":
             # only when set: the specs (and finished jobs) of fixed splits are unchanged
             spec["validation_split"] = exp["validation_split"]
-        spec.update(self.searches[experiment].spec(solver, stage))
+        spec.update(self.owner(experiment, stage).spec(solver, stage))
         return spec
 
     def selects(self, experiment):
@@ -141,7 +144,7 @@ class Plan(Costs):
 
     def selection_input(self, experiment, stage):
         """The selection file a solve job of ``stage`` reads (None: none)."""
-        return self.searches[experiment].selection_input(stage)
+        return self.owner(experiment, stage).selection_input(stage)
 
     def uses_private_smoothness(self, experiment, solver):
         exp = self.experiment(experiment)
@@ -168,24 +171,6 @@ class Plan(Costs):
     def aggregate_spec(self, experiment):
         return {"select_by": self.experiment(experiment)["select_by"]}
 
-    def fresh_spec(self, experiment):
-        """Each solver's solve spec without its chunking, the selection rule and
-        the number of fresh seeds (None when report.fresh_seeds is 0): editing
-        report.fresh_seeds reruns the aggregate jobs and no solve job."""
-        if not self.fresh_seeds:
-            return None
-        exp = self.experiment(experiment)
-        specs = {}
-        for solver in sorted(exp["solvers"]):
-            spec = self.solve_spec(experiment, solver)
-            del spec["chunks"]
-            specs[solver] = spec
-        return {
-            "solvers": specs,
-            "select_by": exp["select_by"],
-            "fresh_seeds": self.fresh_seeds,
-        }
-
     def search_summary(self):
         """What each search mode adds to the cost summary at planning
         (the staged search: per stage); empty when nothing."""
@@ -211,7 +196,7 @@ class Plan(Costs):
     def job_path(self, job, suffix):
         """A solve job's output: ``results/runs/<experiment>/<solver>/<stage
         folder>chunk<k><suffix>`` (:meth:`.search.Search.folder`)."""
-        folder = self.searches[job.experiment].folder(job.stage)
+        folder = self.owner(job.experiment, job.stage).folder(job.stage)
         return f"results/runs/{job.experiment}/{job.solver}/{folder}chunk{job.chunk}{suffix}"
 
     def job_paths(self, suffix, experiments=None, stage=None):
@@ -219,18 +204,6 @@ class Plan(Costs):
         default), of one stage or of all (:meth:`jobs`)."""
         names = self.experiments if experiments is None else experiments
         return [self.job_path(job, suffix) for name in names for job in self.jobs(name, stage)]
-
-    def fresh_outputs(self):
-        """The aggregate job's fresh-seed outputs (wildcard ``{experiment}``),
-        none when report.fresh_seeds is 0; ``fresh_figure`` goes in the report."""
-        if not self.fresh_seeds:
-            return {}
-        return {
-            "fresh_runs": "results/fresh/{experiment}.parquet",
-            "fresh_csv": "results/tables/fresh/{experiment}.csv",
-            "fresh_md": "results/tables/fresh/{experiment}.md",
-            "fresh_figure": "results/figures/{experiment}_rel_error_fresh.png",
-        }
 
     def lambda_experiments(self):
         """The experiments of the lambda table: each base with its alpha_grid ones."""

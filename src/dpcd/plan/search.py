@@ -21,6 +21,9 @@ class Search(ABC):
     mode = None
     #: Whether report.fresh_seeds re-runs its selected configurations on new seeds.
     fresh = True
+    #: Whether a non-private solver's runs at two epsilons are one run (the
+    #: same seeds: dpcd.sweep.run), so its stages run the first epsilon only.
+    shares_epsilons = True
 
     def __init__(self, plan, name):
         self.plan = plan

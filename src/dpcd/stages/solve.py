@@ -71,6 +71,7 @@ def cmd_solve(args):
     from dpcd import algorithms
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
+    from dpcd.sweep.fresh import run_fresh_chunk
     from dpcd.sweep.run import grid_size
     from dpcd.sweep.problem import load_problem
     from dpcd.tracking.payload import mlflow_runs
@@ -89,13 +90,15 @@ def cmd_solve(args):
     calibration0 = cache.STATS["seconds"]
     start = time.perf_counter()
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
-    table, records = run_chunk(
-        spec, args.chunk, problem, reference["objective"], private, w_star=w_star
-    )
+    # the fresh stage re-runs what the aggregation's table selected, on new seeds
+    run = run_fresh_chunk if spec.get("seed_set") == "fresh" else run_chunk
+    table, records = run(spec, args.chunk, problem, reference["objective"], private,
+                         w_star=w_star)
     log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
     split["calibration"] = cache.STATS["seconds"] - calibration0
     split["kernels"] = float(sum(record.time.sum() for record in records))
-    stage = f"{spec['stage']}/" if "stage" in spec else ""  # staged search
+    stage = spec.get("stage", spec.get("seed_set"))  # staged search, fresh seeds
+    stage = f"{stage}/" if stage else ""
     job = f"{spec['experiment']}/{spec['solver']}/{stage}chunk{args.chunk}"
     start = time.perf_counter()
     write_mlflow_runs(args.mlflow_runs, job, mlflow_runs(records, spec, problem))
@@ -108,7 +111,7 @@ def cmd_solve(args):
     if args.timing:
         write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
                                  "chunk": args.chunk, "configurations": len(records),
-                                 "stage": spec.get("stage", "grid"), "seeds": spec["seeds"],
+                                 "stage": stage[:-1] or "grid", "seeds": spec["seeds"],
                                  "grid_configurations": grid_size(spec), "seconds": split})
 
 

@@ -7,21 +7,19 @@ was not selected on gives an unbiased one. The fresh seeds come from their own
 ``SeedSequence`` branch, one set per cell (experiment, solver, epsilon,
 passes; :func:`dpcd.streams.fresh_seeds`), so the fresh runs of two cells
 are independent releases; the runs go through the same algorithm specs as the sweep
-(:func:`dpcd.sweep.run.run_configurations`).
+(:func:`dpcd.sweep.run.run_configurations`). The workflow runs them as the
+solve stage ``fresh`` (:func:`run_fresh_chunk`: a job per chunk of cells,
+after the aggregation whose table selected them).
 
 Each fresh run is a new private release with its own ledger, which records
 ``hyperparameter_selection`` among its non-private inputs: its hyperparameters
 were chosen on the private data.
 """
 
-import logging
-import time
-
-import numpy as np
 import pandas as pd
 
 from dpcd import algorithms
-from dpcd.sweep.grid import configurations
+from dpcd.sweep.grid import chunk_of, configurations
 from dpcd.streams import config_id, fresh_cell, fresh_seeds
 from dpcd.sweep.run import (
     epsilons_of,
@@ -30,8 +28,6 @@ from dpcd.sweep.run import (
 )
 
 NONPRIVATE = ("hyperparameter_selection",)
-
-log = logging.getLogger("dpcd.sweep")
 
 
 def selected_configurations(spec, table):
@@ -64,15 +60,26 @@ def selected_configurations(spec, table):
     return chosen
 
 
-def run_fresh(spec, table, problem, f_star, w_star=None):
-    """Run every configuration ``table`` selected for ``spec``'s solver on fresh seeds.
+def fresh_cells(spec, table):
+    """The cells (:func:`dpcd.streams.fresh_cell`) of ``spec``'s solver that
+    ``table`` selected, in the grid's order: ``[(cell, configurations), ...]``."""
+    cells = {}
+    for config in selected_configurations(spec, table):
+        cell = fresh_cell(spec["experiment"], config)
+        cells.setdefault(tuple(sorted(cell.items())), (cell, []))[1].append(config)
+    return list(cells.values())
+
+
+def run_cells(spec, cells, problem, f_star, w_star=None):
+    """Run each cell's configurations on the cell's fresh seeds.
 
     Parameters
     ----------
     spec : dict
-        The solve params of one solver plus ``fresh_seeds`` (number of seeds).
-    table : pandas.DataFrame
-        The selection table of the experiment.
+        The solve params of one solver with ``seeds`` = the number of fresh
+        seeds and ``seed_set`` = ``"fresh"``.
+    cells : list of (dict, list of dict)
+        :func:`fresh_cells`, or a chunk of them.
     problem : SweepProblem
     f_star : float
     w_star : array, optional
@@ -83,18 +90,10 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
         The tidy table of :func:`dpcd.sweep.run.run_chunk` with ``seed_set`` =
         ``"fresh"``.
     records : list of ConfigRecord
-    spec : dict
-        ``spec`` with ``seeds`` = the number of fresh seeds and ``seed_set`` =
-        ``"fresh"`` (what :func:`dpcd.tracking.payload.mlflow_runs` logs).
     """
-    n_seeds = int(spec["fresh_seeds"])
-    spec = {**spec, "seeds": n_seeds, "seed_set": "fresh"}
-    cells = {}
-    for config in selected_configurations(spec, table):
-        cell = fresh_cell(spec["experiment"], config)
-        cells.setdefault(tuple(sorted(cell.items())), (cell, []))[1].append(config)
+    n_seeds = int(spec["seeds"])
     tables, records = [], []
-    for cell, configs in cells.values():
+    for cell, configs in cells:
         seeds = fresh_seeds(spec["base_seed"], n_seeds, cell)
         estimates = None
         if algorithms.get(spec.get("adapter", spec["solver"])).smoothness == "private":
@@ -112,33 +111,57 @@ def run_fresh(spec, table, problem, f_star, w_star=None):
     runs = pd.concat(tables, ignore_index=True) if tables else run_configurations(
         spec, [], [], problem, f_star)[0]
     runs["seed_set"] = "fresh"
-    return runs, records, spec
+    return runs, records
 
 
-def run_fresh_solvers(spec, table, problem, reference):
-    """:func:`run_fresh` for every solver of an experiment, one after the other.
+def run_fresh_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None):
+    """One job of the fresh solve stage: chunk ``chunk`` of the cells the
+    selection table ``spec["selection"]`` chose, on fresh seeds.
 
     Parameters
     ----------
     spec : dict
-        ``solvers`` (solver -> its solve params) and ``fresh_seeds``.
+        The fresh stage's solve params (``seeds``: how many fresh seeds,
+        ``seed_set``: ``"fresh"``, ``selection``: the aggregation's table,
+        ``chunks``).
+    chunk : int
+    problem, f_star, w_star
+        As for :func:`dpcd.sweep.run.run_chunk`.
+    private_estimates : dict, optional
+        Unused: the selection runs' estimates; each fresh cell draws its own.
+
+    Returns
+    -------
+    runs, records
+        As for :func:`run_cells`.
+    """
+    table = pd.read_csv(spec["selection"], dtype={"config_id": str})
+    cells = chunk_of(fresh_cells(spec, table), chunk, spec["chunks"])
+    return run_cells(spec, cells, problem, f_star, w_star)
+
+
+def run_fresh(spec, table, problem, f_star, w_star=None):
+    """Run every configuration ``table`` selected for ``spec``'s solver on fresh
+    seeds, in one process (what the fresh stage's jobs do in chunks).
+
+    Parameters
+    ----------
+    spec : dict
+        The solve params of one solver plus ``fresh_seeds`` (number of seeds).
     table : pandas.DataFrame
         The selection table of the experiment.
     problem : SweepProblem
-    reference : dict
-        The reference stage's output: ``objective`` (F*) and ``w`` (w*), if any.
+    f_star : float
+    w_star : array, optional
 
-    Yields
-    ------
-    solver, runs, records, run_spec
-        One solver's :func:`run_fresh` output, in the solvers' sorted order.
+    Returns
+    -------
+    runs, records
+        As for :func:`run_cells`.
+    spec : dict
+        ``spec`` with ``seeds`` = the number of fresh seeds and ``seed_set`` =
+        ``"fresh"`` (what :func:`dpcd.tracking.payload.mlflow_runs` logs).
     """
-    algorithms.warmup([s.get("adapter", s["solver"]) for s in spec["solvers"].values()])
-    w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
-    for solver, solver_spec in sorted(spec["solvers"].items()):
-        start = time.perf_counter()
-        runs, records, run_spec = run_fresh({**solver_spec, "fresh_seeds": spec["fresh_seeds"]},
-                                            table, problem, reference["objective"], w_star)
-        log.info("%s: %d selected configurations x %d fresh seeds in %.1f s", solver,
-                 len(records), run_spec["seeds"], time.perf_counter() - start)
-        yield solver, runs, records, run_spec
+    spec = {**spec, "seeds": int(spec["fresh_seeds"]), "seed_set": "fresh"}
+    runs, records = run_cells(spec, fresh_cells(spec, table), problem, f_star, w_star)
+    return runs, records, spec

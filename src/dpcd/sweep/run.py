@@ -2,7 +2,7 @@
 
 import logging
 import time as clock
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -51,13 +51,22 @@ def resolve_delta(privacy_spec, n_samples):
     return 1.0 / n_samples**2 if delta is None else float(delta)
 
 
+def private(spec):
+    """Whether the spec's solver releases under a budget."""
+    return algorithms.get(spec.get("adapter", spec["solver"])).private
+
+
 def chunk_configurations(spec, chunk):
-    """The configurations of chunk ``chunk`` of a solve spec."""
-    configs = configurations(
-        spec["solver"], spec["grid"], spec["passes"], epsilons_of(spec["privacy"])
-    )
+    """The configurations of chunk ``chunk`` of a solve spec. A non-private
+    solver's at the first epsilon only: its runs are the same at every epsilon
+    (:func:`stream_identity`), and :func:`every_epsilon` gives them to the
+    others (a staged search keeps the same ones at every epsilon)."""
+    epsilons = epsilons_of(spec["privacy"])
+    configs = configurations(spec["solver"], spec["grid"], spec["passes"], epsilons)
     # staged search: the screen's lattice, the refine's neighbours, the confirm's kept
     configs = staged.stage_configurations(spec, configs)
+    if not private(spec):
+        configs = [config for config in configs if config["epsilon"] == float(epsilons[0])]
     return chunk_of(configs, chunk, spec["chunks"])
 
 
@@ -159,7 +168,30 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     n_seeds = check_positive_int(spec["seeds"], "seeds")
     seeds = [run_seed(spec["base_seed"], k) for k in range(n_seeds)]
     configs = chunk_configurations(spec, chunk)
-    return run_configurations(spec, configs, seeds, problem, f_star, private_estimates, w_star)
+    table, records = run_configurations(spec, configs, seeds, problem, f_star,
+                                        private_estimates, w_star)
+    return every_epsilon(spec, table, records)
+
+
+def every_epsilon(spec, table, records):
+    """A non-private solver's runs at the first epsilon, given to every other
+    epsilon of the spec: the rows and records each cell reads, each with its
+    epsilon and that configuration's id, as if run there (the same results bit
+    for bit: the streams are keyed without epsilon, :func:`stream_identity`).
+    A private solver's are returned as they are."""
+    epsilons = epsilons_of(spec["privacy"])
+    if private(spec) or len(epsilons) == 1:
+        return table, records
+    tables, copies = [table], list(records)
+    for epsilon in epsilons[1:]:
+        ids = {}
+        for record in records:
+            config = {**record.config, "epsilon": float(epsilon)}
+            ids[record.config_id] = config_id(config)
+            copies.append(replace(record, config=config, config_id=ids[record.config_id]))
+        tables.append(table.assign(epsilon=float(epsilon),
+                                   config_id=table["config_id"].map(ids)))
+    return pd.concat(tables, ignore_index=True), copies
 
 
 def stream_identity(spec, config):
@@ -167,7 +199,7 @@ def stream_identity(spec, config):
     the experiment and the configuration, without epsilon for a solver that
     reads no budget (a non-private :class:`dpcd.algorithms.Algorithm`), whose runs
     at two epsilons are then one run."""
-    if not algorithms.get(spec.get("adapter", spec["solver"])).private:
+    if not private(spec):
         config = {k: v for k, v in config.items() if k != "epsilon"}
     return run_identity(spec["experiment"], config)
 
