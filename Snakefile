@@ -37,6 +37,25 @@ include: "workflow/rules/summary.smk"
 include: "workflow/rules/report.smk"
 
 
+# On a cluster, the rules of seconds run beside Snakemake on the submitting host
+# rather than pay a cluster job each (a Snakemake of its own, then the status
+# polling: docs/operations.md, "What a job costs on a cluster"); downloads too,
+# as compute nodes often have no internet. The nodes run the solvers, the
+# reference, the numba warm-up (compiled for their CPUs) and the aggregation.
+localrules:
+    all,
+    data_download,
+    data_generate,
+    data_preprocess,
+    smoothness,
+    private_smoothness,
+    select,
+    fresh,
+    lambda_table,
+    summary,
+    paper_report,
+
+
 rule all:
     default_target: True
     input:

@@ -171,10 +171,9 @@ def test_lambda_expansion():
 
 def specs(p):
     """Every spec the rules' params carry, by (kind, experiment, solver)."""
-    out = {}
+    out = {("fresh", None, None): plan.render(p.fresh_spec())}
     for name in p.experiments:
         out["aggregate", name, None] = plan.render(p.aggregate_spec(name))
-        out["fresh", name, None] = plan.render(p.fresh_spec(name))
         for solver in p.experiment(name)["solvers"]:
             out["solve", name, solver] = plan.render(p.solve_spec(name, solver))
             out["fresh_solve", name, solver] = plan.render(p.solve_spec(name, solver, "fresh"))
@@ -207,16 +206,13 @@ def test_an_edit_changes_only_the_expected_specs():
     def fresh(c):
         c["report"]["fresh_seeds"] = 3
 
-    assert changed(config, fresh) == {("fresh", n, None) for n in ("big", "sparse_lasso")} | {
+    assert changed(config, fresh) == {("fresh", None, None)} | {
         ("fresh_solve", n, s) for n in ("big", "sparse_lasso") for s in ("cd", "dp_cd", "dp_sgd")}
 
     def select(c):
         c["experiments"]["sparse_lasso"]["select_by"] = "validation"
 
-    assert changed(config, select) == {
-        ("aggregate", "sparse_lasso", None),
-        ("fresh", "sparse_lasso", None),
-    }
+    assert changed(config, select) == {("aggregate", "sparse_lasso", None), ("fresh", None, None)}
 
     def chunks(c):
         c["experiments"]["big"]["chunks"] = 3
@@ -710,6 +706,12 @@ def test_the_fresh_stage_is_chunked_solve_jobs_after_the_aggregation():
     assert paths[0] == f"results/runs/{name}/dp_scd/fresh/chunk0.parquet"
     assert not set(paths) & set(p.job_paths(".parquet", [name]))
     assert p.fresh_tables([name]) == [f"results/tables/fresh/{name}.csv"]
+    # one fresh rule for every experiment, its inputs and outputs in one order
+    names = p.fresh_experiments()
+    assert names == p.experiments
+    assert p.fresh_outputs()["fresh_csv"] == [f"results/tables/fresh/{n}.csv" for n in names]
+    assert p.fresh_inputs()["runs"] == p.fresh_paths(".parquet")
+    assert p.fresh_spec() == {"fresh_seeds": 5, "select_by": {n: "validation" for n in names}}
     config["report"]["fresh_seeds"] = 0
     assert make(config).fresh_jobs() == [] and make(config).fresh_tables() == []
     private = make(load("config/paper/private_tuning_dpscd.yaml"))

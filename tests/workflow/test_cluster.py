@@ -198,9 +198,17 @@ def _submitted(out):
     return [(re.search(r"/rule_(\w+)/", log).group(1), jobid, log) for jobid, log in jobs]
 
 
-def _started(out):
-    """Rules of every job a run started (Snakemake's job blocks), but the local `all`."""
-    return [r for r in re.findall(r"^(?:local)?rule (\w+):$", out, flags=re.M) if r != "all"]
+def _started(out, local=False):
+    """Rules of every job a run started on the cluster (Snakemake's job blocks),
+    or with ``local`` beside Snakemake (the Snakefile's localrules), but `all`."""
+    pattern = r"^localrule (\w+):$" if local else r"^rule (\w+):$"
+    return [r for r in re.findall(pattern, out, flags=re.M) if r != "all"]
+
+
+def _localrules():
+    """The Snakefile's localrules (run beside Snakemake, not submitted)."""
+    text = (ROOT / "Snakefile").read_text()
+    return set(re.findall(r"^    (\w+),$", text.split("\nlocalrules:\n")[1], flags=re.M))
 
 
 def _tables(workdir):
@@ -299,16 +307,21 @@ def test_every_job_went_through_sbatch_and_the_rerun_redid_only_what_was_missing
     first, rerun = cluster_run["first"], cluster_run["rerun"]
     assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-4000:]
     again = rerun.stdout + rerun.stderr
+    local = _localrules()
+    assert {"data_generate", "summary", "fresh"} <= local and not local & {"solve", "reference"}
     for out in (first, again):
         assert sorted(_started(out)) == sorted(rule for rule, _, _ in _submitted(out))
+        assert not set(_started(out)) & local and set(_started(out, local=True)) <= local
     # The cancelled solve, what depends on it, and what the failure kept from
     # starting; nothing twice.
     done_first = {rule for rule, _, _ in _submitted(first)} - {"solve"}
-    assert set(_started(again)) <= {"solve", "aggregate", "summary"}
-    assert "solve" in _started(again) and not done_first & {"aggregate", "summary"}
-    # Every job of the plan but the local `all` once, the cancelled one twice.
+    assert set(_started(again)) <= {"solve", "aggregate"}
+    assert set(_started(again, local=True)) <= {"fresh", "summary"}
+    assert "solve" in _started(again) and "aggregate" not in done_first
+    # Every job of the plan but the local ones once, the cancelled one twice.
     assert len(_submitted(first)) + len(_submitted(again)) - 1 == sum(
-        _job_stats(first).values()) - 1
+        n for rule, n in _job_stats(first).items() if rule not in local)
+    assert _started(first, local=True)  # the data jobs, at least
 
 
 def test_cluster_results_equal_a_local_run(cluster_run):

@@ -73,9 +73,9 @@ def test_only_the_new_jobs_run(honest):
     workdir, jobs, finished = honest
     # the new lambda experiment's reference, solve and aggregate; fresh solve
     # jobs: exp_a 3 solvers x 2 chunks (its 2 cells), exp_b and exp_b_lam0 one
-    # each; a fresh rule per experiment. No search solve job or aggregation of
+    # each; one fresh job for all. No search solve job or aggregation of
     # exp_a / exp_b: their runs are not ingested again.
-    assert jobs == {"all": 1, "reference": 1, "solve": 1 + 8, "aggregate": 1, "fresh": 3,
+    assert jobs == {"all": 1, "reference": 1, "solve": 1 + 8, "aggregate": 1, "fresh": 1,
                     "lambda_table": 1, "summary": 1}
     for name in ("exp_a", "exp_b"):
         mlflow = workdir / "results" / "mlflow"
@@ -175,5 +175,5 @@ def test_editing_fresh_seeds_replans_only_the_reevaluation(honest, tmp_path):
         config["report"]["fresh_seeds"] = FRESH + 1
 
     _edit(workdir, edit)
-    assert planned_jobs(workdir) == {"all": 1, "solve": 8, "fresh": 3,
+    assert planned_jobs(workdir) == {"all": 1, "solve": 8, "fresh": 1,
                                      "lambda_table": 1, "summary": 1}

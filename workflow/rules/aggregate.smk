@@ -57,29 +57,27 @@ rule aggregate:
         " 2> {log}"
 
 
-# Stage 5b (report.fresh_seeds > 0): the fresh solve jobs' runs beside the
-# selection; their MLflow runs ingested into the experiment's parent run.
+# Stage 5b (report.fresh_seeds > 0): every experiment's fresh solve jobs' runs
+# beside its selection, their MLflow runs ingested into its parent run; one job
+# for all (each would pay seconds of the same imports for a second of work).
 rule fresh:
     input:
-        runs=fresh_results,
-        mlflow_runs=fresh_mlflow_runs,
-        selection="results/tables/{experiment}.csv",
-        mlflow="results/mlflow/{experiment}.json",
+        **PLAN.fresh_inputs(),
     output:
         **fresh_outputs(),
     log:
-        "results/logs/fresh/{experiment}.log",
+        "results/logs/fresh.log",
     benchmark:
-        "results/benchmarks/fresh/{experiment}.tsv"
-    priority: sweep_priority
+        "results/benchmarks/fresh.tsv"
     conda:
         "../../envs/dpcd.yaml"
     params:
-        spec=lambda w: _json(PLAN.fresh_spec(w.experiment)),
+        spec=lambda w: _json(PLAN.fresh_spec()),
+        experiments=" ".join(PLAN.fresh_experiments()),
         tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
     shell:
-        "dpcd fresh --experiment {wildcards.experiment} --spec {params.spec:q}"
-        " --selection {input.selection} --runs {input.runs}"
-        " --mlflow-runs {input.mlflow_runs} --mlflow-info {input.mlflow}"
+        "dpcd fresh --spec {params.spec:q} --experiments {params.experiments}"
+        " --runs {input.runs} --mlflow-runs {input.mlflow_runs}"
+        " --selection {input.selection} --mlflow-info {input.mlflow}"
         " --mlflow {output.mlflow} --out {output.fresh_runs} --csv {output.fresh_csv}"
         " --md {output.fresh_md} --figure {output.fresh_figure} 2> {log}"

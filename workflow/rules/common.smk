@@ -115,23 +115,12 @@ def chunk_mlflow_runs(w):
     return chunk_results(w, ".mlflow.jsonl.gz", stage=None)
 
 
-def fresh_results(w, suffix=".parquet"):
-    """The fresh solve jobs' outputs of one experiment (none without fresh seeds)."""
-    return PLAN.fresh_paths(suffix, w.experiment)
-
-
-def fresh_mlflow_runs(w):
-    return fresh_results(w, ".mlflow.jsonl.gz")
-
-
 def fresh_outputs():
     """The fresh rule's outputs, none when report.fresh_seeds is 0."""
     outputs = PLAN.fresh_outputs()
     if outputs:
-        caption, category = "../report/rel_error_fresh.rst", "Fresh seeds"
-        outputs["fresh_figure"] = report(
-            outputs["fresh_figure"], caption=caption, category=category
-        )
+        kind = {"caption": "../report/rel_error_fresh.rst", "category": "Fresh seeds"}
+        outputs["fresh_figure"] = [report(p, **kind) for p in outputs["fresh_figure"]]
     return outputs
 
 

@@ -1,9 +1,11 @@
 """Fresh-seed re-runs (``report.fresh_seeds``): a solve stage after the
 aggregation. Its jobs re-run each solver's selected configuration per
 (epsilon, passes) cell, read from the experiment's table, on new seeds (a new
-release each, :func:`dpcd.streams.fresh_seeds`); the ``fresh`` rule then puts
-both numbers side by side. Chunked like any solve stage, so the re-runs run
-in parallel under ``--cores`` and on a cluster.
+release each, :func:`dpcd.streams.fresh_seeds`); one ``fresh`` rule then puts
+both numbers side by side for every experiment (one job: each would pay
+seconds of the same imports, MLflow and seaborn, for a second of work).
+Chunked like any solve stage, so the re-runs run in parallel under
+``--cores`` and on a cluster.
 """
 
 from collections import namedtuple
@@ -14,6 +16,16 @@ Job = namedtuple("Job", "experiment solver stage chunk")
 
 #: The stage's name: its jobs write under ``results/runs/<experiment>/<solver>/fresh/``.
 STAGE = "fresh"
+
+
+#: The fresh rule's outputs per experiment.
+FRESH_OUTPUTS = {
+    "mlflow": "results/mlflow/fresh/{experiment}.json",
+    "fresh_runs": "results/fresh/{experiment}.parquet",
+    "fresh_csv": "results/tables/fresh/{experiment}.csv",
+    "fresh_md": "results/tables/fresh/{experiment}.md",
+    "fresh_figure": "results/figures/{experiment}_rel_error_fresh.png",
+}
 
 
 def selection_table(experiment):
@@ -78,11 +90,16 @@ class FreshStage:
         """``report.fresh_seeds``: 0 runs no fresh stage."""
         return self.config["report"]["fresh_seeds"]
 
-    def fresh_spec(self, experiment):
-        """What the fresh rule reads: the selection rule (its figure's curves)
-        and the number of fresh seeds (its tables' header)."""
-        exp = self.experiment(experiment)
-        return {"select_by": exp["select_by"], "fresh_seeds": self.fresh_seeds}
+    def fresh_experiments(self):
+        """The experiments with a fresh stage, sorted."""
+        return sorted(self.freshes)
+
+    def fresh_spec(self):
+        """What the fresh rule reads: the number of fresh seeds (its tables'
+        header) and each experiment's selection rule (its figure's curves)."""
+        return {"fresh_seeds": self.fresh_seeds,
+                "select_by": {name: self.experiment(name)["select_by"]
+                              for name in self.fresh_experiments()}}
 
     def fresh_jobs(self, experiment=None):
         """The fresh stage's solve jobs (of one experiment or of all; none
@@ -93,8 +110,8 @@ class FreshStage:
                 for solver in sorted(self.experiment(name)["solvers"])
                 for chunk in range(self.chunks(name, solver, STAGE))]
 
-    def fresh_paths(self, suffix, experiment):
-        """The outputs ``suffix`` of the experiment's fresh solve jobs."""
+    def fresh_paths(self, suffix, experiment=None):
+        """The outputs ``suffix`` of the fresh solve jobs (of one experiment or of all)."""
         return [self.job_path(job, suffix) for job in self.fresh_jobs(experiment)]
 
     def fresh_tables(self, names=None):
@@ -103,15 +120,18 @@ class FreshStage:
         return [f"results/tables/fresh/{name}.csv" for name in names if name in self.freshes]
 
     def fresh_outputs(self):
-        """The fresh rule's outputs (wildcard ``{experiment}``), none when
-        report.fresh_seeds is 0; ``fresh_figure`` goes in the report."""
-        if not self.fresh_seeds:
-            return {}
-        return {
-            "mlflow": "results/mlflow/fresh/{experiment}.json",
-            "fresh_runs": "results/fresh/{experiment}.parquet",
-            "fresh_csv": "results/tables/fresh/{experiment}.csv",
-            "fresh_md": "results/tables/fresh/{experiment}.md",
-            "fresh_figure": "results/figures/{experiment}_rel_error_fresh.png",
-        }
+        """The fresh rule's outputs, each a list in :meth:`fresh_experiments`'
+        order (none when report.fresh_seeds is 0); ``fresh_figure`` goes in
+        the report."""
+        names = self.fresh_experiments()
+        return {key: [pattern.format(experiment=name) for name in names]
+                for key, pattern in FRESH_OUTPUTS.items()} if names else {}
 
+    def fresh_inputs(self):
+        """What the fresh rule reads: the fresh solve jobs' tables and MLflow
+        runs files, and each experiment's table and aggregate JSON (its parent run)."""
+        names = self.fresh_experiments()
+        return {"runs": self.fresh_paths(".parquet"),
+                "mlflow_runs": self.fresh_paths(".mlflow.jsonl.gz"),
+                "selection": [selection_table(name) for name in names],
+                "mlflow": [f"results/mlflow/{name}.json" for name in names]}

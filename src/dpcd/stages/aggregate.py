@@ -44,10 +44,11 @@ def cmd_aggregate(args):
 
 
 def cmd_fresh(args):
-    """The fresh solve jobs' re-runs beside the selection: the selected-on and
-    fresh numbers side by side, the fresh curves; their MLflow runs ingested
-    into the experiment's parent run (written by its aggregate job), with the
-    tables and figure as its artifacts under ``fresh/``."""
+    """For every experiment with fresh seeds: the fresh solve jobs' re-runs
+    beside the selection (the selected-on and fresh numbers side by side, the
+    fresh curves); their MLflow runs ingested into the experiment's parent run
+    (written by its aggregate job), with the tables and figure as its artifacts
+    under ``fresh/``. One process for all: the imports cost more than the work."""
     import pandas as pd
 
     from dpcd.report import plot_rel_error
@@ -55,25 +56,37 @@ def cmd_fresh(args):
     from dpcd.report.tables import read_table
     from dpcd.tracking import log_experiment_artifacts
     from dpcd.tracking.ingest import ingest_runs_files
+    from dpcd.tracking.runs_file import read_mlflow_runs
 
     spec = json.loads(args.spec)
-    # the selection table as every later reader sees it (read_table's dtypes)
-    selected = read_table(args.selection)
+    lists = ("selection", "mlflow_info", "mlflow", "out", "csv", "md", "figure")
+    if any(len(getattr(args, name)) != len(args.experiments) for name in lists):
+        raise ValueError("--selection, --mlflow-info, --mlflow, --out, --csv, --md and "
+                         "--figure take one path per experiment of --experiments")
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
-    atomic_write(args.out, lambda tmp: runs.to_parquet(tmp, index=False))
-    table = fresh_table(selected, runs)
-    atomic_write(args.csv, lambda tmp: table.to_csv(tmp, index=False))
-    text = fresh_markdown(table, args.experiment, spec["fresh_seeds"])
-    atomic_write(args.md, lambda tmp: Path(tmp).write_text(text))
-    chosen = chosen_curves(selected, spec["select_by"])
-    atomic_write(args.figure, lambda tmp: plot_rel_error(
-        runs, tmp, title=f"{args.experiment} (fresh seeds)", chosen=chosen))
-    info = {k: v for k, v in read_json(args.mlflow_info).items() if k != "ingest"}
-    ingest = ingest_runs_files(info, args.mlflow_runs)
-    log_experiment_artifacts(info, [args.csv, args.md, args.figure],
-                             tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
-                             metrics=fresh_metrics(table), artifact_path="fresh")
-    write_json(args.mlflow, {**info, "ingest": ingest})
+    files = {}  # each runs file's experiment, from the job its header names
+    for path in args.mlflow_runs:
+        files.setdefault(read_mlflow_runs(path)[0].split("/")[0], []).append(path)
+    for k, name in enumerate(args.experiments):
+        # the selection table as every later reader sees it (read_table's dtypes)
+        selected = read_table(args.selection[k])
+        mine = runs[runs["experiment"] == name].reset_index(drop=True)
+        if mine.empty:
+            raise ValueError(f"experiment {name}: no fresh runs among --runs")
+        atomic_write(args.out[k], lambda tmp: mine.to_parquet(tmp, index=False))
+        table = fresh_table(selected, mine)
+        atomic_write(args.csv[k], lambda tmp: table.to_csv(tmp, index=False))
+        text = fresh_markdown(table, name, spec["fresh_seeds"])
+        atomic_write(args.md[k], lambda tmp: Path(tmp).write_text(text))
+        chosen = chosen_curves(selected, spec["select_by"][name])
+        atomic_write(args.figure[k], lambda tmp: plot_rel_error(
+            mine, tmp, title=f"{name} (fresh seeds)", chosen=chosen))
+        info = {key: v for key, v in read_json(args.mlflow_info[k]).items() if key != "ingest"}
+        ingest = ingest_runs_files(info, files.get(name, []))
+        log_experiment_artifacts(info, [args.csv[k], args.md[k], args.figure[k]],
+                                 tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
+                                 metrics=fresh_metrics(table), artifact_path="fresh")
+        write_json(args.mlflow[k], {**info, "ingest": ingest})
 
 
 def register(subparsers):
@@ -97,17 +110,20 @@ def register(subparsers):
 
     p = add_command(subparsers, "fresh", cmd_fresh,
                     "the selected configurations' runs on fresh seeds beside the "
-                    "selection: tables, figure, MLflow")
-    p.add_argument("--experiment", required=True)
-    p.add_argument("--spec", required=True, help="JSON: select_by, fresh_seeds")
-    p.add_argument("--selection", required=True, help="the experiment's table (its CSV)")
+                    "selection, for every experiment: tables, figures, MLflow")
+    p.add_argument("--spec", required=True,
+                   help="JSON: fresh_seeds, select_by (experiment -> selection rule)")
+    p.add_argument("--experiments", nargs="+", required=True)
     p.add_argument("--runs", nargs="+", required=True, help="the fresh solve jobs' tables")
     p.add_argument("--mlflow-runs", nargs="+", required=True,
                    help="the fresh solve jobs' MLflow runs files")
-    p.add_argument("--mlflow-info", required=True,
-                   help="the aggregate job's JSON: the MLflow experiment and parent run")
-    p.add_argument("--mlflow", required=True, help="JSON out: the parent run and ingestion")
-    p.add_argument("--out", required=True, help="tidy table of the fresh runs (parquet)")
-    p.add_argument("--csv", required=True)
-    p.add_argument("--md", required=True)
-    p.add_argument("--figure", required=True)
+    # one path per experiment, in --experiments' order
+    p.add_argument("--selection", nargs="+", required=True, help="each experiment's table")
+    p.add_argument("--mlflow-info", nargs="+", required=True,
+                   help="each aggregate job's JSON: its MLflow experiment and parent run")
+    p.add_argument("--mlflow", nargs="+", required=True,
+                   help="JSON out: the parent run and ingestion")
+    p.add_argument("--out", nargs="+", required=True, help="tidy tables of the fresh runs")
+    p.add_argument("--csv", nargs="+", required=True)
+    p.add_argument("--md", nargs="+", required=True)
+    p.add_argument("--figure", nargs="+", required=True)
