@@ -95,9 +95,12 @@ def _dry_run(clone, *args):
         r"dpcd: estimated solve cost ([0-9.e+]+) core-hours in (\d+) solve jobs "
         r"\(([^)]*)\); largest job ([0-9.e+]+) core-hours", out)
     assert logged, out[-4000:]
+    # the solve rule's jobs: the search's and the fresh stage's (logged apart)
     solve_jobs = int(re.search(r"^solve\s+(\d+)$", out, flags=re.M).group(1))
+    fresh = re.search(r"of fresh-seed re-runs in (\d+) solve jobs", out)
     total, n_jobs, sizing, largest = logged.groups()
-    return float(total), int(n_jobs), sizing, float(largest), solve_jobs
+    return (float(total), int(n_jobs), sizing, float(largest),
+            solve_jobs - (int(fresh.group(1)) if fresh else 0))
 
 
 def test_exhaustive_grid_is_cut_for_the_cluster(clone):
@@ -142,8 +145,9 @@ def test_profile_runs_the_default_config_with_or_without_configfile(clone):
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-4000:]
         assert "in 6 solve jobs (chunk_core_hours: 2)" in out, out[-4000:]
+        assert "fresh-seed re-runs in 6 solve jobs" in out, out[-4000:]
         plans.append(_job_stats(out))
-    assert plans[0] == plans[1] and plans[0]["solve"] == 6
+    assert plans[0] == plans[1] and plans[0]["solve"] == 6 + 6
 
 
 # --- On a real SLURM cluster -------------------------------------------------
