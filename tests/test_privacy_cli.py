@@ -5,8 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from dpcd import algorithms, privacy
 from dpcd.cli import main
 
 DPCD = Path(sys.executable).parent / "dpcd"
@@ -16,9 +18,9 @@ BASE = ["budget", "--epsilon", "1", "--delta", "1e-6", "--n", "1000"]
 @pytest.mark.parametrize("extra", [
     ["--algorithm", "dp_cd", "--p", "5", "--passes", "3"],
     ["--algorithm", "dp_cd_p", "--p", "5", "--passes", "3", "--smoothness-fraction", "0.2"],
-    ["--algorithm", "dp_gcd", "--p", "5", "--iterations", "20"],
+    ["--algorithm", "dp_gcd", "--p", "5", "--passes", "20"],
     ["--algorithm", "dp_scd", "--p", "5", "--batch-size", "10", "--passes", "2"],
-    ["--algorithm", "seq_dp_scd", "--p", "5", "--batch-size", "10", "--iterations", "50"],
+    ["--algorithm", "seq_dp_scd", "--p", "5", "--batch-size", "10", "--passes", "1"],
     ["--algorithm", "primal_dp_scd", "--p", "5", "--batch-size", "2", "--passes", "2"],
     ["--algorithm", "dp_sgd", "--batch-size", "10", "--passes", "2", "--accountant", "rdp"],
 ])
@@ -61,3 +63,54 @@ def test_console_script_california():
                           "--delta", "0.1", "--n", "10", "--p", "2", "--passes", "1"],
                          capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+
+
+P, C = 5, 1.0
+SPLIT = np.full(P, C / np.sqrt(P))  # the CD methods' C_j at equal constants
+
+
+@pytest.mark.parametrize("extra, direct", [
+    (["--algorithm", "dp_cd", "--p", "5", "--passes", "3"],
+     lambda: privacy.calibrate_dp_cd(1000, P, 3, SPLIT, 1.0, 1e-6)),
+    (["--algorithm", "dp_gcd", "--p", "5", "--passes", "20", "--penalty", "l1",
+      "--alpha", "0.1"],
+     lambda: privacy.calibrate_dp_gcd(1000, P, 20, SPLIT, 1.0, 1e-6, accountant="auto",
+                                      smoothness=np.ones(P), penalty="l1", alpha=0.1)),
+    (["--algorithm", "dp_scd", "--p", "5", "--batch-size", "10", "--passes", "2"],
+     lambda: privacy.calibrate_dp_scd(1000, P, 10, C, 1.0, 1e-6, passes=2)),
+    (["--algorithm", "seq_dp_scd", "--p", "5", "--batch-size", "10", "--passes", "1",
+      "--neighbouring", "replace_one"],
+     lambda: privacy.calibrate_dp_scd(1000, P, 10, C, 1.0, 1e-6, passes=1, variant="seq",
+                                      relation="replace_one")),
+    (["--algorithm", "dp_sgd", "--batch-size", "10", "--passes", "2", "--accountant", "rdp"],
+     lambda: privacy.calibrate_dp_sgd(1000, 10, 2, C, 1.0, 1e-6, accountant="rdp")),
+])
+def test_budget_is_the_calibration_a_run_gets(extra, direct, capsys):
+    """The spec's calibrate on a data-free probe equals the privacy function
+    the run calls (whose tests check it against dp-accounting)."""
+    assert main(BASE + extra + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    cal = direct()
+    assert out["noise_multiplier"] == cal.noise_multiplier
+    assert out["epsilon_achieved"] == cal.epsilon_achieved
+    assert out["neighbouring"] == cal.ledger.neighbouring
+    np.testing.assert_allclose(out["noise_scales"], cal.noise_scales, rtol=1e-12)
+
+
+def test_budget_asks_for_what_the_calibration_reads(capsys):
+    assert main(BASE + ["--algorithm", "dp_cd", "--passes", "3"]) == 2
+    assert "number of features (p)" in capsys.readouterr().err
+    assert main(BASE + ["--algorithm", "dp_cd", "--p", "5", "--passes", "3",
+                        "--batch-size", "10"]) == 2
+    assert "dp_cd has no batch_size" in capsys.readouterr().err
+    assert main(BASE + ["--algorithm", "cd", "--p", "5", "--passes", "3"]) == 2
+    assert "not a private solver" in capsys.readouterr().err
+
+
+def test_budget_of_a_solver_from_outside(capsys):
+    """A registered outside algorithm is planned through its own calibrate."""
+    algorithms.load([str(Path(__file__).parent / "outside_solver" / "noisy_gd.py")])
+    assert main(BASE + ["--algorithm", "noisy_gd", "--p", "5", "--passes", "4",
+                        "--neighbouring", "replace_one", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["algorithm"] == "noisy_gd" and 0.99 <= out["epsilon_achieved"] <= 1.0

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import integrate, optimize, stats
 
-from dpcd import privacy
+from dpcd import algorithms, privacy
 from dpcd.estimators import DPCoordinateDescentRegressor
 from dpcd.problems import make_problem
 from dpcd.solvers.dp_sgd import _clipped_derivative
@@ -113,8 +113,8 @@ def test_dual_dp_scd_calibration_per_relation(relation):
 def test_seq_dp_scd_samples_poisson_under_every_relation():
     # Poisson batches at a stated L_max are proven under the zero record and
     # replace-one (docs/method/dp_scd_release.md, sections 5 and 8)
-    assert privacy.default_sampling("seq_dp_scd") == "poisson"
-    assert privacy.default_sampling("dp_scd") == "poisson"
+    assert algorithms.get("seq_dp_scd").sampling == "poisson"
+    assert algorithms.get("dp_scd").sampling == "poisson"
     n, p, L, clip, delta = 4000, 10, 20, 1.0, 1e-5
     cal = privacy.calibrate_dp_scd(n, p, L, clip, 1.0, delta, iterations=200, variant="seq",
                                    relation="replace_one")
@@ -206,10 +206,10 @@ def test_refusals_name_the_setting():
         privacy.calibrate_dp_scd(1000, 5, 10, 1.0, 1.0, 1e-6, passes=1, variant="dual",
                                  relation="add_or_remove_one")
     with pytest.raises(ValueError, match="neighbouring must be one of"):
-        privacy.check_neighbouring("dp_sgd", "swap_two")
-    privacy.check_neighbouring("cd", "add_or_remove_one")  # non-private: nothing to refuse
+        algorithms.get("dp_sgd").check_neighbouring("swap_two")
+    algorithms.get("cd").check_neighbouring("add_or_remove_one")  # non-private: nothing to refuse
     with pytest.raises(ValueError, match="neighbouring: dp_cd"):
-        privacy.check_neighbouring("dp_cd", "add_or_remove_one")
+        algorithms.get("dp_cd").check_neighbouring("add_or_remove_one")
 
 
 def test_paper_protocol_is_each_solvers_former_default():
@@ -296,3 +296,25 @@ def test_replace_one_above_plds_limit_forgoes_amplification():
     acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=Rel.ADD_OR_REMOVE_ONE)
     acc.compose(dp_event.GaussianDpEvent(cal.noise_scales / (2 * clip)), steps)
     assert acc.get_epsilon(1e-3) <= 1e5 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd",
+                                    "seq_dp_scd", "primal_dp_scd"])
+def test_a_specs_relations_are_its_calibrations(solver):
+    """What a spec refuses before anything runs is what its calibration
+    refuses, and its paper's relation is the one its calibration takes for
+    "paper" (the spec carries its mechanism's :class:`privacy.Relations`)."""
+    from dpcd.algorithms import Budget
+    from dpcd.algorithms.problem import Probe
+
+    spec = algorithms.get(solver)
+    config = {"passes": 2, "clip": 1.0, "step": 1.0, "batch_size": 2}
+    for relation in ("paper", *privacy.calibrate.accounting.RELATIONS):
+        try:
+            spec.check_neighbouring(relation)
+        except ValueError:
+            with pytest.raises(ValueError, match="neighbouring: .* is calibrated under"):
+                spec.calibrate(Probe(1000, 4), config, Budget(1.0, 1e-6, "auto", relation))
+            continue
+        ledger = spec.calibrate(Probe(1000, 4), config, Budget(1.0, 1e-6, "auto", relation)).ledger
+        assert ledger.neighbouring == (spec.paper_relation() if relation == "paper" else relation)

@@ -13,7 +13,7 @@ import sys
 SUBCOMMAND_MODULES = (
     "dpcd.data.cli",
     "dpcd.stages",
-    "dpcd.privacy.cli",
+    "dpcd.algorithms.budget",
 )
 
 

@@ -15,7 +15,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from noisy_gd_kernel import clipped_gradient_mean, noisy_gd
 
 from dpcd import algorithms
-from dpcd.privacy import BudgetLine, Ledger, Mechanism
+from dpcd.privacy import BudgetLine, Calibration, Ledger, Mechanism
 
 
 def _event(z, steps):
@@ -63,6 +63,14 @@ def calibrate(problem, config, budget):
     return float(z) * sensitivity, ledger
 
 
+def calibration(problem, config, budget):
+    """The noise a run gets, without running it (``dpcd budget``, tests)."""
+    noise_scale, ledger = calibrate(problem, config, budget)
+    (mechanism,) = ledger.mechanisms
+    return Calibration(mechanism.noise_multiplier, noise_scale, ledger,
+                       ledger.epsilon_achieved, _steps(config))
+
+
 def run(problem, config, seed, budget, private_smoothness=None):
     """Calibrate, then run the kernel on the problem's rows."""
     noise_scale, ledger = calibrate(problem, config, budget)
@@ -81,7 +89,7 @@ SPEC = algorithms.register(algorithms.Algorithm(
     name="noisy_gd",
     description="Noisy proximal full-gradient descent (a solver from outside dpcd).",
     run=run,
-    calibrate=lambda problem, config, budget: calibrate(problem, config, budget)[1],
+    calibrate=calibration,
     hyperparameters=(algorithms.STEP, algorithms.CLIP),
     required=("step", "clip"),
     losses=("squares", "logistic"),

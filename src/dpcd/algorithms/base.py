@@ -15,6 +15,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from dpcd.algorithms.prepare import smooth, unit_records
+from dpcd.privacy.calibrate import NEIGHBOURING, Relations
 from dpcd.privacy.validation import check_choice
 
 LOSSES = ("squares", "logistic", "hinge")
@@ -165,10 +166,14 @@ class Algorithm:
         ``check(config, problem)``: cross-hyperparameter checks of one
         configuration (``problem``: a dict of ``loss``, ``penalty``,
         ``n_samples``, ``n_features``); raises ``ValueError``.
-    relations : tuple of str, optional
-        Neighbouring relations it calibrates under, for an algorithm from
-        outside the package; None: :func:`dpcd.privacy.check_neighbouring`
-        (the built-in algorithms').
+    relations : dpcd.privacy.Relations or tuple of str, optional
+        The neighbouring relations its calibration holds under, per record
+        sampling (its mechanism's, e.g. :data:`dpcd.privacy.MEAN_RELATIONS`);
+        a tuple: these under every sampling, the first its paper's. None: no
+        relation is refused before the run (its calibration decides).
+    sampling : str
+        The record sampling it performs unless its ``sampling``
+        hyperparameter says otherwise (``"none"``: every record, each step).
     relative_clip : bool
         ``clip`` is relative to each feature's root mean square (estimators).
     smoothness : {"coordinate", "private", "global", None}
@@ -217,7 +222,8 @@ class Algorithm:
     calibrate: Optional[Callable] = None
     run_many: Optional[Callable] = None
     check: Optional[Callable] = None
-    relations: Optional[tuple] = None
+    relations: object = None
+    sampling: str = "none"
     relative_clip: bool = False
     smoothness: Optional[str] = "coordinate"
     record_norm: Optional[str] = None
@@ -229,6 +235,13 @@ class Algorithm:
     private_refusal: Optional[str] = None
 
     def __post_init__(self):
+        if isinstance(self.relations, (tuple, list)):
+            object.__setattr__(self, "relations", Relations({"*": tuple(self.relations)}))
+        if self.smoothness == "private" and not any(
+                hp.name == "smoothness_fraction" for hp in self.hyperparameters):
+            # the workflow routes the private estimate to the entries that have one
+            raise ValueError(f"algorithm {self.name!r}: smoothness='private' needs the "
+                             "hyperparameter smoothness_fraction (its share of epsilon)")
         if self.prepare is None:
             object.__setattr__(self, "prepare", unit_records if self.record_norm else smooth)
 
@@ -253,16 +266,23 @@ class Algorithm:
                              f"{self.name!r} (the penalties it supports), got {penalty!r}")
 
     def check_neighbouring(self, relation, samplings=None):
-        """Refuse, before anything runs, a relation it cannot be calibrated under."""
-        from dpcd import privacy
-
-        if self.relations is None or not self.private:
-            privacy.check_neighbouring(self.name, relation, samplings)
+        """Refuse, before anything runs, a relation it cannot be calibrated
+        under with any of ``samplings`` (one value, a list, or None: its
+        :attr:`sampling`). A non-private algorithm accepts every relation."""
+        check_choice(relation, "neighbouring", NEIGHBOURING)
+        if not self.private or self.relations is None:
             return
-        check_choice(relation, "neighbouring", privacy.NEIGHBOURING)
-        if relation not in (*self.relations, "paper"):
-            raise ValueError(f"solver {self.name!r} is calibrated under "
-                             f"{_either(self.relations)}, not {relation!r}")
+        if samplings is None:
+            samplings = [self.sampling]
+        for sampling in [samplings] if isinstance(samplings, str) else samplings:
+            self.relations.resolve(relation, self.name, sampling)
+
+    def paper_relation(self):
+        """The relation its paper calibrated it under, with its own sampling
+        (replace-one when it states none)."""
+        if self.relations is None:
+            return "replace_one"
+        return self.relations.supported(self.sampling)[0]
 
     def grid_schema(self):
         """Its entry of ``experiments.<name>.solvers`` in the config schema."""

@@ -90,6 +90,7 @@ SPEC = Algorithm(
     description="DP-CD (Mangold et al. 2022, Algorithm 1) with exact smoothness constants.",
     run=run,
     calibrate=calibrate,
+    relations=privacy.MEAN_RELATIONS,
     hyperparameters=(STEP, CLIP),
     required=("step", "clip"),
     losses=("squares", "logistic"),

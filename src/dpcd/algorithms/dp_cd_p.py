@@ -81,6 +81,7 @@ SPEC = Algorithm(
     description="DP-CD with privately estimated smoothness constants (Appendix F).",
     run=run,
     calibrate=calibrate,
+    relations=privacy.MEAN_RELATIONS,
     hyperparameters=(STEP, CLIP, SMOOTHNESS_FRACTION),
     required=("step", "clip"),
     losses=("squares", "logistic"),

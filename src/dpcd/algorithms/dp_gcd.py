@@ -78,6 +78,7 @@ SPEC = Algorithm(
     description="DP-GCD (Mangold et al. 2023, Algorithm 1; proximal rules of Appendix C).",
     run=run,
     calibrate=calibrate,
+    relations=privacy.MEAN_RELATIONS,
     hyperparameters=(STEP, CLIP, RULE),
     required=("step", "clip"),
     losses=("squares", "logistic"),

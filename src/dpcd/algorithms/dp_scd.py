@@ -4,7 +4,8 @@ DP-SCD (Algorithm 2); L2 penalty, records (or, primal, columns) of norm <= 1.
 
 Config keys: passes (epochs), clip (C), batch_size (L), sampling (optional:
 "poisson" or "without_replacement", default per solver and relation:
-:func:`dpcd.privacy.default_sampling`; primal uses every record: "none"),
+the spec's ``sampling``, :data:`dpcd.privacy.SCD_SAMPLING`; primal uses every
+record: "none"),
 max_batch_size (seqDP-SCD with Poisson batches: L_max or "auto").
 
 References
@@ -42,8 +43,7 @@ HYPERPARAMETERS = (CLIP, BATCH_SIZE, STEP, SAMPLING, MAX_BATCH_SIZE)
 def _sampling(config, variant):
     if variant == "primal":
         return "none"
-    solver = "seq_dp_scd" if variant == "seq" else "dp_scd"
-    return config.get("sampling", privacy.default_sampling(solver))
+    return config.get("sampling", privacy.SCD_SAMPLING)
 
 
 def calibrate(problem, config, budget, variant):
@@ -80,7 +80,10 @@ def _spec(name, variant, description, **kw):
         run=partial(run, variant=variant), calibrate=partial(calibrate, variant=variant),
         hyperparameters=HYPERPARAMETERS, required=("clip", "batch_size"),
         penalties=("l2",), family="dp_scd", smoothness=None,
-        record_norm="columns" if variant == "primal" else "rows", prepare=unit_records, **kw)
+        record_norm="columns" if variant == "primal" else "rows", prepare=unit_records,
+        relations=(privacy.PRIMAL_DP_SCD_RELATIONS if variant == "primal"
+                   else privacy.DP_SCD_RELATIONS),
+        sampling=_sampling({}, variant), **kw)
 
 
 DUAL = _spec("dp_scd", "dual", "Dual mini-batch DP-SCD (Damaskinos et al. 2021, "

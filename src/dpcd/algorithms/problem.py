@@ -118,3 +118,28 @@ class SweepProblem:
                 f"{name}: X is sparse ({self.X.shape[0]} x {self.X.shape[1]}, "
                 f"{self.X.nnz} non-zeros) and is never densified; use X_cols / X_rows"
             )
+
+
+class Probe:
+    """A problem without data, for a spec's ``calibrate``: the shape, unit
+    smoothness constants (the noise multipliers depend on no constant: each
+    threshold and its noise scale together) and a penalty. Without
+    ``n_features``, a calibration that reads the number of features is refused.
+    """
+
+    def __init__(self, n_samples, n_features=None, penalty=None):
+        from dpcd.problems import make_problem
+
+        self.n_samples = n_samples
+        self._n_features = n_features
+        self.penalty = make_problem("squares", "none", 0.0)[1] if penalty is None else penalty
+
+    @property
+    def n_features(self):
+        if self._n_features is None:
+            raise ValueError("this algorithm's calibration needs the number of features (p)")
+        return self._n_features
+
+    @property
+    def smoothness(self):
+        return np.ones(self.n_features)

@@ -20,10 +20,6 @@ SEARCHES = {search.mode: search for search in (Grid, Staged, Private)}
 # Warm-up jobs gate every solver job: they go first.
 WARMUP_PRIORITY = 100
 
-# The solver whose jobs also read the experiment's private smoothness estimate
-# (it routes the job graph, which must be planned without dpcd).
-PRIVATE_SMOOTHNESS_SOLVER = "dp_cd_p"
-
 
 
 class Plan(Costs, FreshStage):
@@ -147,8 +143,11 @@ class Plan(Costs, FreshStage):
         return self.owner(experiment, stage).selection_input(stage)
 
     def uses_private_smoothness(self, experiment, solver):
-        exp = self.experiment(experiment)
-        return solver_entry(exp, solver)[0] == PRIVATE_SMOOTHNESS_SOLVER
+        """Whether the solver's jobs read the experiment's private smoothness
+        estimate: its entry has a ``smoothness_fraction`` (the hyperparameter
+        of every algorithm spec with ``smoothness="private"``, filled in by the
+        schema's default), so that the job graph is planned without dpcd."""
+        return "smoothness_fraction" in solver_entry(self.experiment(experiment), solver)[1]
 
     def private_smoothness_spec(self, experiment):
         """What the private estimate reads: budget, seeds and its share of epsilon."""

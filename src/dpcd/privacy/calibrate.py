@@ -10,7 +10,7 @@ Neighbouring relations (``relation``; the workflow's and the estimators'
 (one record replaced by any other; n public), ``"add_or_remove_one"`` (one
 record added or removed) and ``"replace_special"`` (one record replaced by
 the zero record, the DP-SCD paper's).  ``"paper"`` (or ``None``) stands for
-the relation each paper calibrated its solver under (:func:`paper_relation`).
+the relation each paper calibrated its solver under (:class:`Relations`).
 A solver refuses a relation it is not calibrated for, with an error naming
 the setting.
 
@@ -84,88 +84,77 @@ ACCOUNTANT_CHOICES = ("auto", "rdp", "pld", "paper")
 NEIGHBOURING = (*accounting.RELATIONS, "paper")
 
 
-def paper_relation(algorithm: str, sampling: str = "none") -> str:
-    """The relation the paper of ``algorithm`` calibrated it under.
-
-    DP-SGD (the DP-CD, DP-GCD and DP-SCD papers' baseline, Abadi et al.'s
-    moments accountant) add-or-remove-one with Poisson sampling; DP-SCD and
-    seqDP-SCD the zero record with Poisson sampling; everything else, and any
-    sampling without replacement, replace-one.
-    """
-    if sampling == "poisson":
-        return "add_or_remove_one" if algorithm == "dp_sgd" else "replace_special"
-    return "replace_one"
-
-
 PUBLIC_N = ("its releases are means over a public n whose noise scale is a function of n; "
             "adding or removing a record changes the noise as well as the mean, and the "
             "zero-record relation is not derived for it")
 _SCD_N = "the dual variables and theta = v/(lambda N) use a public N"
 
 
-def supported_relations(algorithm: str, sampling: str = "none") -> tuple[tuple[str, ...], str]:
-    """The relations private solver ``algorithm`` is calibrated under with
-    ``sampling``, and why the others are refused (module docstring)."""
-    if algorithm in ("dp_cd", "dp_cd_p", "dp_gcd"):
-        return ("replace_one",), PUBLIC_N
-    if algorithm == "dp_sgd":
-        if sampling == "poisson":
-            return tuple(accounting.RELATIONS), ""
-        return ("replace_one",), "sampling without replacement is accounted under replace_one only"
-    if algorithm in ("dp_scd", "seq_dp_scd", "primal_dp_scd"):
-        if sampling != "poisson":
-            return ("replace_one",), _SCD_N
-        return ("replace_special", "replace_one"), _SCD_N
-    raise ValueError(f"neighbouring: no relations known for solver {algorithm!r}")
+@dataclass(frozen=True)
+class Relations:
+    """The neighbouring relations one mechanism is calibrated under, per record
+    sampling (the module docstring derives them). An algorithm spec carries its
+    mechanism's (:attr:`dpcd.algorithms.Algorithm.relations`).
 
-
-def resolve_relation(relation, algorithm: str, sampling: str = "none") -> str:
-    """The relation ``relation`` (a :data:`NEIGHBOURING` value or None, the
-    paper's) stands for, refused unless ``algorithm`` is calibrated under it.
-
-    Raises
-    ------
-    ValueError
-        Naming the ``neighbouring`` setting, the solver and the reason.
+    Attributes
+    ----------
+    by_sampling : dict
+        ``{sampling: relations}``, the first of each the relation its paper
+        calibrated under (``"paper"`` stands for it); ``"*"``: every sampling.
+    why : str
+        Why the others are refused, for the error message.
     """
-    if relation is None or relation == "paper":
-        relation = paper_relation(algorithm, sampling)
-    check_choice(relation, "neighbouring", NEIGHBOURING)
-    supported, why = supported_relations(algorithm, sampling)
-    if relation not in supported:
-        raise ValueError(
-            f"neighbouring: {algorithm} (sampling {sampling!r}) is calibrated under "
-            f"{' or '.join(supported)} only, got {relation!r}" + (f": {why}" if why else ""))
-    return relation
+
+    by_sampling: dict
+    why: str = ""
+
+    def supported(self, sampling: str = "none") -> tuple:
+        """The relations it is calibrated under with ``sampling``."""
+        if sampling in self.by_sampling:
+            return tuple(self.by_sampling[sampling])
+        if "*" in self.by_sampling:
+            return tuple(self.by_sampling["*"])
+        raise ValueError(f"sampling must be one of {sorted(self.by_sampling)}, got {sampling!r}")
+
+    def resolve(self, relation, algorithm: str, sampling: str = "none") -> str:
+        """The relation ``relation`` (a :data:`NEIGHBOURING` value or None,
+        the paper's) stands for, refused unless it is calibrated under it.
+
+        Raises
+        ------
+        ValueError
+            Naming the ``neighbouring`` setting, the solver and the reason.
+        """
+        supported = self.supported(sampling)
+        if relation is None or relation == "paper":
+            relation = supported[0]
+        check_choice(relation, "neighbouring", NEIGHBOURING)
+        if relation not in supported:
+            raise ValueError(
+                f"neighbouring: {algorithm} (sampling {sampling!r}) is calibrated under "
+                f"{' or '.join(supported)} only, got {relation!r}"
+                + (f": {self.why}" if self.why else ""))
+        return relation
 
 
-def check_neighbouring(solver: str, relation, samplings=None) -> None:
-    """Refuse, before anything runs, a ``neighbouring`` setting ``solver``
-    cannot be calibrated under, for each record sampling it may use
-    (``samplings``: one value, a list or None for the solver's default).
-    Non-private solvers accept every relation."""
-    check_choice(relation, "neighbouring", NEIGHBOURING)
-    if solver not in PRIVATE_SAMPLING:
-        return
-    if samplings is None:
-        samplings = [default_sampling(solver)]
-    for sampling in [samplings] if isinstance(samplings, str) else samplings:
-        resolve_relation(relation, solver, sampling)
-
-
-# The record sampling each private solver performs unless configured otherwise.
-PRIVATE_SAMPLING = {"dp_cd": "none", "dp_cd_p": "none", "dp_gcd": "none", "dp_sgd": "poisson",
-                    "dp_scd": "poisson", "seq_dp_scd": "poisson",
-                    "primal_dp_scd": "none"}
-
-
-def default_sampling(solver: str) -> str:
-    """The record sampling ``solver`` performs unless configured otherwise
-    (:data:`PRIVATE_SAMPLING`), under every neighbouring relation: Poisson
-    batches for dual and seqDP-SCD (seq at a stated L_max, ``max_batch_size``,
-    ``"auto"`` by default), the only sampling whose θ-release is proven
-    (docs/method/dp_scd_release.md)."""
-    return PRIVATE_SAMPLING[solver]
+# The relations of each mechanism below. A paper's own: DP-SGD's (Abadi et
+# al.'s moments accountant, the baseline of the three papers) add-or-remove-one
+# with Poisson sampling; DP-SCD's the zero record with Poisson sampling;
+# everything else, and any sampling without replacement, replace-one.
+MEAN_RELATIONS = Relations({"*": ("replace_one",)}, PUBLIC_N)  # DP-CD, DP-CD-P, DP-GCD
+DP_SGD_RELATIONS = Relations(
+    {"poisson": ("add_or_remove_one", "replace_one", "replace_special"),
+     "without_replacement": ("replace_one",)},
+    "sampling without replacement is accounted under replace_one only")
+DP_SCD_RELATIONS = Relations(  # dual and seqDP-SCD
+    {"poisson": ("replace_special", "replace_one"), "without_replacement": ("replace_one",)},
+    _SCD_N)
+PRIMAL_DP_SCD_RELATIONS = Relations({"none": ("replace_one",)}, _SCD_N)
+# The record sampling of dual and seqDP-SCD unless configured otherwise, under
+# every relation: Poisson batches (seq at a stated L_max, ``max_batch_size``,
+# "auto" by default), the only sampling whose theta-release is proven
+# (docs/method/dp_scd_release.md).
+SCD_SAMPLING = "poisson"
 
 
 @dataclass(frozen=True)
@@ -276,7 +265,7 @@ def calibrate_dp_cd(n, p, passes, clip, epsilon, delta, accountant="auto",
     p = check_positive_int(p, "p")
     passes = check_passes(passes)
     clip = check_clip(clip, p)
-    relation = resolve_relation(relation, "dp_cd")
+    relation = MEAN_RELATIONS.resolve(relation, "dp_cd")
     steps = dp_cd_steps(p, passes)
     spec = ("gaussian", steps)
     if accountant == "paper":
@@ -331,7 +320,7 @@ def calibrate_dp_cd_p(n, p, passes, clip, epsilon, delta, bounds=None,
         Defaults to 1 (the multiplier does not depend on it).
     """
     check_choice(smoothness_sensitivity, "smoothness_sensitivity", SENSITIVITIES)
-    relation = resolve_relation(relation, "dp_cd_p")
+    relation = MEAN_RELATIONS.resolve(relation, "dp_cd_p")
     eps_smooth, eps_cd = split_smoothness_budget(epsilon, smoothness_fraction)
     cal = calibrate_dp_cd(n, p, passes, clip, eps_cd, delta, accountant=accountant,
                           relation=relation)
@@ -406,7 +395,7 @@ def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="pois
     passes = check_passes(passes)
     clip = float(check_clip(clip))
     check_choice(sampling, "sampling", SAMPLINGS)
-    relation = resolve_relation(relation, "dp_sgd", sampling)
+    relation = DP_SGD_RELATIONS.resolve(relation, "dp_sgd", sampling)
     steps = int(math.ceil(passes * n / batch_size))
     spec = _accounted_spec(_sampled_spec(n, batch_size, steps, sampling), epsilon, relation,
                            accountant)
@@ -518,7 +507,7 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     variant : {"dual", "seq", "primal"}
     sampling : {"poisson", "without_replacement", "none"}, optional
         The sampling of records the solver performs (default
-        :func:`default_sampling`: Poisson for dual and seq).  ``"poisson"``:
+        :data:`SCD_SAMPLING`: Poisson for dual and seq).  ``"poisson"``:
         the zero record (the paper's) or replace-one through PLD, both proven
         for the θ-release; ``"without_replacement"`` (exactly L records):
         replace-one, RDP only, an explicit opt-in whose ledger carries the
@@ -548,7 +537,7 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     ------
     ValueError
         Among others, for a relation the variant and sampling are not
-        calibrated under (:func:`resolve_relation`), or an L_max whose tail
+        calibrated under (:data:`DP_SCD_RELATIONS`), or an L_max whose tail
         probability is not below δ.
     """
     n, epsilon, delta, accountant = _common(n, epsilon, delta, accountant)
@@ -557,7 +546,7 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     clip = float(check_clip(clip))
     algorithm = {"dual": "dp_scd", "seq": "seq_dp_scd", "primal": "primal_dp_scd"}[variant]
     if sampling is None:
-        sampling = "none" if variant == "primal" else default_sampling(algorithm)
+        sampling = "none" if variant == "primal" else SCD_SAMPLING
     if variant == "primal":
         batch_size = check_positive_int(batch_size, "batch_size")
         if batch_size > p:
@@ -568,7 +557,8 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     else:
         batch_size = check_batch_size(batch_size, n)
         check_choice(sampling, "sampling", SAMPLINGS)
-    relation = resolve_relation(relation, algorithm, sampling)
+    relations = PRIMAL_DP_SCD_RELATIONS if variant == "primal" else DP_SCD_RELATIONS
+    relation = relations.resolve(relation, algorithm, sampling)
     if max_batch_size is not None and not (variant == "seq" and sampling == "poisson"):
         raise ValueError("max_batch_size: only seqDP-SCD with Poisson batches has one (the "
                          f"other samplings and variants do not depend on it); got {variant} "

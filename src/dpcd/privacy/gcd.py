@@ -78,11 +78,7 @@ import numpy as np
 
 from dpcd.privacy import cache
 from dpcd.privacy.accounting import PLD_DISCRETIZATION, neighboring_relation
-from dpcd.privacy.calibrate import (
-    ACCOUNTANT_CHOICES,
-    Calibration,
-    resolve_relation,
-)
+from dpcd.privacy.calibrate import ACCOUNTANT_CHOICES, MEAN_RELATIONS, Calibration
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import (
     check_choice,
@@ -245,7 +241,7 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
         ``extra["rule"]``.
     """
     n, epsilon, delta = check_n(n), check_epsilon(epsilon), check_delta(delta)
-    resolve_relation(relation, "dp_gcd")
+    MEAN_RELATIONS.resolve(relation, "dp_gcd")
     p = check_positive_int(p, "p")
     steps = check_positive_int(iterations, "iterations")
     if accountant is not None:

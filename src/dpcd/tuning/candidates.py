@@ -32,14 +32,11 @@ noise.
 """
 
 import math
-from types import SimpleNamespace
-
-import numpy as np
 
 from dpcd import algorithms
 from dpcd.algorithms import Budget
+from dpcd.algorithms.problem import Probe
 from dpcd.privacy import accounting
-from dpcd.privacy import calibrate as cal_mod
 from dpcd.problems import make_problem
 
 
@@ -185,8 +182,7 @@ def check_trained(ledger, n_samples, accounted, z_accounted):
 def _relation(estimator):
     rel = estimator.neighbouring
     if rel == "paper":
-        rel = cal_mod.paper_relation(estimator.solver, cal_mod.PRIVATE_SAMPLING.get(
-            estimator.solver, "none"))
+        rel = algorithms.get(estimator.solver).paper_relation()
     return rel
 
 
@@ -213,8 +209,7 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
     p = n_features + bool(estimator.fit_intercept)
     _, penalty = make_problem(estimator._loss, "l2" if spec.record_norm else estimator.penalty,
                               estimator._internal_alpha(), estimator.l1_ratio)
-    probe = SimpleNamespace(n_samples=n_samples, n_features=p, smoothness=np.ones(p),
-                            penalty=penalty)
+    probe = Probe(n_samples, p, penalty)
     extra = {}
     if spec.smoothness == "private":  # each fit releases its own constants (not the
         # intercept's, public), after a private feature bound without public bounds

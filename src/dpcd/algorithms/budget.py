@@ -1,10 +1,12 @@
 """``dpcd budget``: plan a privacy budget without touching data.
 
-Prints the ledger of a calibration as a table, or as JSON with ``--json``
-(keys ``noise_multiplier``, ``noise_scales``, ``epsilon_target``,
-``epsilon_achieved``, ``delta``, ``accountant``, ``mechanisms``, ...).  Bad
-arguments raise ``ValueError``; the ``dpcd`` dispatcher prints them in one
-line and exits with code 2.
+Calibrates through the algorithm spec's own ``calibrate``, the one a run
+calls, on a problem without data (:class:`~dpcd.algorithms.problem.Probe`:
+the shape and unit smoothness constants). Prints the ledger as a table, or
+as JSON with ``--json`` (keys ``noise_multiplier``, ``noise_scales``,
+``epsilon_target``, ``epsilon_achieved``, ``delta``, ``accountant``,
+``mechanisms``, ...).  Bad arguments raise ``ValueError``; the ``dpcd``
+dispatcher prints them in one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import json
 
 import numpy as np
 
-ALGORITHMS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_scd", "seq_dp_scd", "primal_dp_scd", "dp_sgd")
+# options that are hyperparameters of a configuration: (option, config key)
+HYPERPARAMETER_OPTIONS = (("batch_size", "batch_size"), ("sampling", "sampling"),
+                          ("max_batch_size", "max_batch_size"),
+                          ("smoothness_fraction", "smoothness_fraction"))
 
 
 def register(subparsers):
@@ -21,23 +26,30 @@ def register(subparsers):
     parser = subparsers.add_parser(
         "budget", help="calibrate noise for a target (epsilon, delta) and print the ledger",
         description=__doc__.splitlines()[0])
-    parser.add_argument("--algorithm", required=True, choices=ALGORITHMS)
+    parser.add_argument("--algorithm", required=True,
+                        help="a private solver (dp_cd, dp_cd_p, dp_gcd, dp_sgd, dp_scd, "
+                             "seq_dp_scd, primal_dp_scd, or one registered from outside)")
     parser.add_argument("--epsilon", required=True, type=float)
     parser.add_argument("--delta", required=True, type=float)
     parser.add_argument("--n", required=True, type=int, help="number of records")
     parser.add_argument("--p", type=int, default=None, help="number of features/coordinates")
-    parser.add_argument("--passes", type=float, default=None)
-    parser.add_argument("--iterations", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--passes", required=True, type=float,
+                        help="passes over the data (DP-GCD: iterations)")
     parser.add_argument("--clip", type=float, default=1.0,
-                        help="clipping threshold (all coordinates for CD methods)")
-    parser.add_argument("--smoothness-fraction", type=float, default=0.1,
-                        help="fraction of epsilon for private smoothness (dp_cd_p)")
+                        help="clipping threshold C, as in a config (the CD methods split it "
+                             "over the coordinates as their runs do: C/sqrt(p) each here)")
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--smoothness-fraction", type=float, default=None,
+                        help="share of epsilon for the private smoothness constants "
+                             "(dp_cd_p; default its config default)")
     parser.add_argument("--sampling", choices=("poisson", "without_replacement"), default=None,
-                        help="record sampling of dp_sgd / dp_scd / seq_dp_scd")
+                        help="record sampling of dp_scd / seq_dp_scd")
     parser.add_argument("--max-batch-size", default=None,
                         help="seq_dp_scd with Poisson batches: L_max (an int or 'auto', "
                              "the default)")
+    parser.add_argument("--penalty", default="none", choices=("l1", "l2", "elastic_net", "none"),
+                        help="penalty of the problem (DP-GCD's noise depends on it)")
+    parser.add_argument("--alpha", type=float, default=0.0, help="strength of the penalty")
     parser.add_argument("--accountant", choices=("auto", "rdp", "pld", "paper"), default="auto")
     parser.add_argument("--neighbouring", default="paper",
                         choices=("replace_one", "add_or_remove_one", "replace_special", "paper"),
@@ -47,56 +59,34 @@ def register(subparsers):
     return parser
 
 
-def _require(value, name, algorithm):
-    if value is None:
-        raise ValueError(f"--{name} is required for --algorithm {algorithm}")
-    return value
-
-
 def calibrate_from_args(args):
-    """Return the :class:`~dpcd.privacy.Calibration` an argparse namespace asks for."""
-    from dpcd import privacy
-    from dpcd.privacy.gcd import calibrate_dp_gcd
-
-    alg = args.algorithm
-    # Checks common to every algorithm, before the algorithm-specific ones.
+    """Return the :class:`~dpcd.privacy.Calibration` an argparse namespace asks
+    for: the spec's ``calibrate`` on a :class:`~dpcd.algorithms.problem.Probe`."""
+    from dpcd import algorithms
+    from dpcd.algorithms.problem import Probe
     from dpcd.privacy.validation import check_delta, check_epsilon, check_n
+    from dpcd.problems import make_problem
+
+    spec = algorithms.get(args.algorithm)
+    if not spec.private or spec.calibrate is None:
+        raise ValueError(f"--algorithm {args.algorithm}: not a private solver with a "
+                         f"calibration; known: {list(algorithms.names(private=True))}")
     check_epsilon(args.epsilon)
     check_delta(args.delta)
     check_n(args.n)
-    if args.batch_size is not None and args.batch_size > args.n and alg != "primal_dp_scd":
-        raise ValueError(f"batch_size must be <= n = {args.n}, got {args.batch_size}")
-    if alg in ("dp_cd", "dp_cd_p"):
-        p = _require(args.p, "p", alg)
-        passes = _require(args.passes, "passes", alg)
-        clip = np.full(p, args.clip) if p > 0 else args.clip
-        if alg == "dp_cd":
-            return privacy.calibrate_dp_cd(args.n, p, passes, clip, args.epsilon, args.delta,
-                                           accountant=args.accountant, relation=args.neighbouring)
-        return privacy.calibrate_dp_cd_p(args.n, p, passes, clip, args.epsilon, args.delta,
-                                         smoothness_fraction=args.smoothness_fraction,
-                                         accountant=args.accountant, relation=args.neighbouring)
-    if alg == "dp_gcd":
-        p = _require(args.p, "p", alg)
-        iterations = _require(args.iterations, "iterations", alg)
-        return calibrate_dp_gcd(args.n, p, iterations, args.clip, args.epsilon, args.delta,
-                                accountant=args.accountant, relation=args.neighbouring)
-    if alg == "dp_sgd":
-        return privacy.calibrate_dp_sgd(
-            args.n, _require(args.batch_size, "batch-size", alg),
-            _require(args.passes, "passes", alg), args.clip, args.epsilon, args.delta,
-            sampling=args.sampling or "poisson", accountant=args.accountant,
-            relation=args.neighbouring)
-    variant = {"dp_scd": "dual", "seq_dp_scd": "seq", "primal_dp_scd": "primal"}[alg]
-    max_batch = args.max_batch_size
-    if max_batch not in (None, "auto"):
-        max_batch = int(max_batch)
-    return privacy.calibrate_dp_scd(
-        args.n, _require(args.p, "p", alg), _require(args.batch_size, "batch-size", alg),
-        args.clip, args.epsilon, args.delta, iterations=args.iterations, passes=args.passes,
-        variant=variant, sampling=args.sampling, accountant=args.accountant,
-        relation=args.neighbouring,
-        max_batch_size=max_batch)
+    config = {"passes": args.passes, "clip": args.clip}
+    names = {hp.name for hp in spec.hyperparameters}
+    for option, key in HYPERPARAMETER_OPTIONS:
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if key not in names:
+            raise ValueError(f"--{option.replace('_', '-')}: {args.algorithm} has no {key}")
+        config[key] = int(value) if key == "max_batch_size" and value != "auto" else value
+    spec.check_neighbouring(args.neighbouring, config.get("sampling"))
+    penalty = make_problem("squares", args.penalty, args.alpha)[1]
+    budget = algorithms.Budget(args.epsilon, args.delta, args.accountant, args.neighbouring)
+    return spec.calibrate(Probe(args.n, args.p, penalty), config, budget)
 
 
 def _jsonable(x):
