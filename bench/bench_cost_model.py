@@ -9,7 +9,7 @@ of O(n) each; DP-GCD: one iteration = p coordinate gradients; DP-SGD and
 DP-SCD: one epoch of n records), so its cost is about ``c x n x p`` with a
 solver's own ``c`` (noise draws, clipping, the loss's exp). This times each
 solver of the three paper configs through the sweep's own code
-(:func:`dpcd.sweep.run.run_configurations`, one configuration, one seed, after
+(:func:`dpcd.sweep.runner.run_configurations`, one configuration, one seed, after
 a warm-up that compiles the kernels) on random dense data of one shape, for
 every loss the paper configs pair it with, and keeps the slowest loss; the
 smallest batch size of a grid is taken (the most steps per pass). The table
@@ -27,7 +27,8 @@ from dpcd.problems import make_problem
 from dpcd.sweep.grid import configurations
 from dpcd.streams import run_seed
 from dpcd.sweep.problem import SweepProblem, smoothness_constants
-from dpcd.sweep.run import private_smoothness_estimates, run_configurations
+from dpcd.sweep.runner import run_configurations
+from dpcd.sweep.smoothness import private_smoothness_estimates
 
 # Dense: a tall shape (the kernels' per-entry cost, not their per-call
 # overhead). Sparse: dorothea's shape and non-zeros (the only sparse dataset;

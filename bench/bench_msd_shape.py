@@ -7,7 +7,7 @@ The DP-SCD paper's YearPredictionMSD experiment (its stand-in: 347 786
 training rows x 90 dense features, unit-norm rows, ridge with L2 alpha 1e-4,
 batch sizes 5 to 2 000) is most of ``config/paper/dpscd_aaai21.yaml``'s cost.
 Each solver runs through the sweep's own code
-(:func:`dpcd.sweep.run.run_configurations`: one seed, ``K`` configurations of
+(:func:`dpcd.sweep.runner.run_configurations`: one seed, ``K`` configurations of
 one batch size sharing their kernel calls as in a sweep, ``PASSES`` passes,
 objective after every pass) after a warm-up that compiles the kernels; the
 table gives seconds per configuration-pass, best of ``REPEATS``, wall and
@@ -35,8 +35,8 @@ from dpcd.solvers._dp_sgd_independent import fill_gaps, stream_keys
 from dpcd.solvers._prefetch import prefetch_row
 from dpcd.solvers._sgd_steps import _dot_row
 from dpcd.sweep.grid import configurations
-from dpcd.streams import run_entropy, run_seed
-from dpcd.sweep.run import run_configurations, stream_identity
+from dpcd.streams import run_entropy, run_seed, stream_identity
+from dpcd.sweep.runner import run_configurations
 
 N, P = 347_786, 90
 PASSES = 2
@@ -65,7 +65,7 @@ def floor(X, y, rows, starts, w, g, ahead):
 
 def sampled_rows(spec, config, seed, n, batch_size, passes):
     """The rows a DP-SGD run samples, step by step (its own sampling stream)."""
-    key = stream_keys(run_entropy(seed, stream_identity(spec, config)))[0]
+    key = stream_keys(run_entropy(seed, stream_identity(spec["experiment"], config)))[0]
     lam = -np.log1p(-batch_size / n)
     n_steps = int(np.ceil(passes * n / batch_size))
     gaps = np.empty(int(passes * n * 1.1) + 1000)

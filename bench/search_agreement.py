@@ -30,8 +30,7 @@ from snakemake.utils import validate
 from dpcd import plan
 from dpcd.sweep.staged import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates, last_checkpoints
-from dpcd.sweep.grid import configurations
-from dpcd.sweep.run import epsilons_of
+from dpcd.sweep.grid import epsilons_of, expanded_grid
 from dpcd.problems.metrics import HIGHER_IS_BETTER
 
 SCHEMA = os.path.join(os.path.dirname(__file__), "..", "workflow", "schemas",
@@ -39,12 +38,13 @@ SCHEMA = os.path.join(os.path.dirname(__file__), "..", "workflow", "schemas",
 
 
 def grids_of(p, name):
-    """Solver -> (configurations, grid) of one experiment of a plan."""
+    """Solver -> (configurations, grid, axes) of one experiment of a plan."""
     exp = p.experiment(name)
     out = {}
     for solver in sorted(exp["solvers"]):
         _, grid, passes = plan.solver_entry(exp, solver)
-        out[solver] = (configurations(solver, grid, passes, epsilons_of(exp["privacy"])), grid)
+        axes, configs = expanded_grid(solver, grid, passes, epsilons_of(exp["privacy"]))
+        out[solver] = (configs, grid, axes)
     return out
 
 

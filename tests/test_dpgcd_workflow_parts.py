@@ -23,7 +23,7 @@ from dpcd.algorithms import Algorithm, registry
 from dpcd.sweep import configurations, run_chunk
 from dpcd.streams import config_id
 from dpcd.sweep.problem import load_problem
-from dpcd.sweep.run import support_counts
+from dpcd.sweep.metrics import support_counts
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 SHARED = os.environ.get("DPCD_DATA_MIRROR") or os.path.join(ROOT, "..", "..", "shared", "data")

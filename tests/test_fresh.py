@@ -15,7 +15,9 @@ from dpcd.streams import (FRESH_OFFSET, config_id, fresh_seed, fresh_seeds, run_
 from dpcd.sweep import configurations
 from dpcd.sweep.fresh import run_fresh, run_fresh_chunk, selected_configurations
 from dpcd.sweep.problem import SweepProblem, resolve_alpha
-from dpcd.sweep.run import private_smoothness_estimates, run_chunk, run_configurations
+from dpcd.sweep.run import run_chunk
+from dpcd.sweep.runner import run_configurations
+from dpcd.sweep.smoothness import private_smoothness_estimates
 
 
 # --- seeds ------------------------------------------------------------------------

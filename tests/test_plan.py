@@ -368,14 +368,14 @@ def test_cost_model_follows_the_sweep():
     estimates are those of the real chunks; the estimate is linear in seeds
     and in the data's entries."""
     from dpcd.sweep import chunk_of
-    from dpcd.sweep.run import chunk_configurations
+    from dpcd.sweep.chunks import chunk_runs
 
     config = load("config/paper/dpscd_aaai21.yaml")
     p = make(config)
     for name in p.experiments:
         exp = p.experiment(name)
         for solver in sorted(exp["solvers"]):
-            configs = chunk_configurations({**p.solve_spec(name, solver), "chunks": 1}, 0)
+            configs, _ = chunk_runs({**p.solve_spec(name, solver), "chunks": 1}, 0)
             assert p.config_passes(name, solver) == [c["passes"] for c in configs]
             chunks = p.chunks(name, solver) + 2
             largest = max(
@@ -603,9 +603,8 @@ def test_coarse_to_fine_counts_match_the_sweep():
     """The planner's counts per stage (chunks, cost) are the sweep's: the
     screen's lattice exactly, the refine at most its bound, reached when the
     kept configurations' boxes are whole and apart, not when they overlap."""
-    from dpcd.sweep import configurations
     from dpcd.streams import config_id
-    from dpcd.sweep.run import epsilons_of
+    from dpcd.sweep.grid import epsilons_of, expanded_grid
     from dpcd.sweep.staged import coarse_configurations, refine_configurations
 
     config = load("config/paper/dpgcd_aistats23.yaml")
@@ -621,8 +620,8 @@ def test_coarse_to_fine_counts_match_the_sweep():
     for name, solver in (("log1", "dp_cd"), ("california", "dp_gcd_gs_q")):
         exp = p.experiment(name)
         _, grid, passes = plan.solver_entry(exp, solver)
-        configs = configurations(solver, grid, passes, epsilons_of(exp["privacy"]))
-        screen = coarse_configurations(configs, grid, 3)
+        axes, configs = expanded_grid(solver, grid, passes, epsilons_of(exp["privacy"]))
+        screen = coarse_configurations(configs, grid, axes, 3)
         assert len(screen) == len(p.config_passes(name, solver, "screen"))
         bound = len(p.config_passes(name, solver, "refine"))
         # per (epsilon, passes): clip (stride 3: 18 lattice values of 50) x step
@@ -633,7 +632,7 @@ def test_coarse_to_fine_counts_match_the_sweep():
         near = (6 * 5 + 1, 6 * 5 + 2)  # clip 15, steps 2 and 4: the boxes share a column
         for picks, whole in ((apart, True), (near, False)):
             keep = {config_id(screen[g * 108 + k]) for g in range(groups) for k in picks}
-            fine = refine_configurations(configs, grid, 3, keep)
+            fine = refine_configurations(configs, grid, axes, 3, keep)
             assert not {config_id(c) for c in fine} & {config_id(c) for c in screen}
             assert (len(fine) == bound) if whole else (0 < len(fine) < bound)
 

@@ -11,7 +11,8 @@ from dpcd.problems import make_problem
 from dpcd.sweep.grid import configurations
 from dpcd.streams import run_seed
 from dpcd.sweep.problem import SweepProblem, smoothness_constants
-from dpcd.sweep.run import private_smoothness_estimates, run_configurations
+from dpcd.sweep.runner import run_configurations
+from dpcd.sweep.smoothness import private_smoothness_estimates
 
 PASSES = 4
 FIDELITY = 0.5  # 2 of the 4 passes

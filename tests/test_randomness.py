@@ -176,7 +176,7 @@ def test_dp_cd_runs_differing_only_in_epsilon_draw_independent_noise():
     import scipy.sparse as sp
 
     from dpcd.algorithms.dp_cd import run as run_dp_cd
-    from dpcd.sweep.run import stream_identity
+    from dpcd.streams import stream_identity
 
     p, gamma = 3000, 1e-6
     X = sp.identity(p, format="csc") * np.sqrt(p / 2.0)  # M_j = (2/n) x_j.x_j = 1
@@ -191,7 +191,7 @@ def test_dp_cd_runs_differing_only_in_epsilon_draw_independent_noise():
         for epsilon in (1.0, 2.0):
             config = {"solver": "dp_cd", "epsilon": epsilon, "passes": 3, "step": gamma,
                       "clip": 1.0}
-            seed = (run_entropy(5, stream_identity(spec, config)) if seeds == "derived"
+            seed = (run_entropy(5, stream_identity("e", config)) if seeds == "derived"
                     else 5)
             result, ledger = run_dp_cd(problem, config, seed, Budget(epsilon, 1e-3))
             scales = np.asarray(ledger.mechanisms[-1].noise_scale)

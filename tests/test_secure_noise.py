@@ -401,7 +401,8 @@ def test_workflow_secure_runs_record_no_seed(solver, monkeypatch, tmp_path):
     -1 - seed_index."""
     from mlflow.tracking import MlflowClient
 
-    from dpcd.sweep.run import private_smoothness_estimates, run_chunk
+    from dpcd.sweep.run import run_chunk
+    from dpcd.sweep.smoothness import private_smoothness_estimates
     from dpcd.tracking.payload import mlflow_runs
     from dpcd.tracking import log_configurations, setup_experiment
 

@@ -85,7 +85,7 @@ def test_chunk_table_matches_one_frame_per_configuration():
     DataFrame per configuration, concatenated, gave (values, dtypes, order)."""
     import pandas as pd
 
-    from dpcd.sweep.run import _stack_rows
+    from dpcd.sweep.tidy import stack_rows
 
     def columns(passes, n_rows, holdout):
         out = {"experiment": "exp", "config_id": "0123456789ab", "passes": passes,
@@ -99,7 +99,7 @@ def test_chunk_table_matches_one_frame_per_configuration():
     for rows in ([columns(2, 3, True), columns(5, 4, True)],  # int passes stay int64
                  [columns(2, 3, False), columns(0.5, 2, False)]):  # fractional: float64
         expected = pd.concat([pd.DataFrame(c) for c in rows], ignore_index=True)
-        pd.testing.assert_frame_equal(_stack_rows(rows), expected)
+        pd.testing.assert_frame_equal(stack_rows(rows), expected)
 
 
 @pytest.mark.parametrize("per_block", [None, 3])
@@ -110,17 +110,18 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
     table, bit for bit apart from the times (amortised shares of the calls)."""
     import pandas as pd
 
-    from dpcd.sweep import run
+    from dpcd.sweep import runner
 
     if per_block is not None:
-        monkeypatch.setattr(run, "TOGETHER_ENTRIES", per_block * 3 * 4)  # 3 seeds, 4 features
+        monkeypatch.setattr(runner, "TOGETHER_ENTRIES", per_block * 3 * 4)  # 3 seeds, 4 features
 
     from dpcd.problems import make_problem
     from dpcd.algorithms import Budget, get
     from dpcd.algorithms.dp_sgd import run as run_dp_sgd
     from dpcd.streams import run_entropy, run_identity, run_seed
     from dpcd.sweep.problem import SweepProblem
-    from dpcd.sweep.run import chunk_configurations, run_configurations
+    from dpcd.sweep.chunks import chunk_runs
+    from dpcd.sweep.runner import run_configurations
 
     rng = np.random.default_rng(3)
     X = rng.standard_normal((50, 4))
@@ -136,7 +137,7 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
             "grid": {"step": [0.1, 1.0], "clip": [0.1, 1.0], "batch_size": [1, 5]},
             "passes": [2, 3.5], "seeds": 3, "base_seed": 0, "chunks": 1}
     assert get("dp_sgd").run_many is not None
-    configs = chunk_configurations(spec, 0)
+    configs, _ = chunk_runs(spec, 0)
     seeds = [run_seed(0, k) for k in range(3)]
     together, records = run_configurations(spec, configs, seeds, problem, 0.01)
     alone, _ = run_configurations(spec, configs, seeds, problem, 0.01, together=False)

@@ -21,7 +21,8 @@ from dpcd.sweep.problem import (
     redraw_validation,
     validation_rows,
 )
-from dpcd.sweep.run import run_configurations, stream_identity
+from dpcd.streams import stream_identity
+from dpcd.sweep.runner import run_configurations
 from dpcd.tracking.payload import mlflow_runs
 
 
@@ -117,7 +118,7 @@ def test_sweep_metrics_are_each_seeds_own_holdout():
     # re-run each seed on its own redrawn problem: same iterate, metrics on its hold-out
     for k, seed in enumerate(seeds):
         redrawn = redraw_validation(problem, seed)
-        entropy = run_entropy(seed, stream_identity(spec, CONFIGS[0]))  # the sweep's streams
+        entropy = run_entropy(seed, stream_identity(spec["experiment"], CONFIGS[0]))  # the sweep's streams
         result, _ = get("dp_scd").run(redrawn, CONFIGS[0], entropy, Budget(1.0, 1e-3))
         assert last["val_metric"].iloc[k] == evaluate("accuracy", redrawn.X_val,
                                                      redrawn.y_val, result.w)
@@ -197,7 +198,7 @@ def test_fresh_reruns_redraw_their_own_holdout():
     last = runs[runs["pass"] == 2].sort_values("seed_index")
     for k, seed in enumerate(seeds):
         redrawn = redraw_validation(problem, seed)
-        entropy = run_entropy(seed, stream_identity(spec, CONFIGS[0]))
+        entropy = run_entropy(seed, stream_identity(spec["experiment"], CONFIGS[0]))
         result, _ = get("dp_scd").run(redrawn, CONFIGS[0], entropy, Budget(1.0, 1e-3))
         assert last["val_metric"].iloc[k] == evaluate("accuracy", redrawn.X_val,
                                                      redrawn.y_val, result.w)

@@ -102,6 +102,23 @@ def run_entropy(seed, identity):
     return words + identity_words(identity)
 
 
+def stream_identity(experiment, config, private=True):
+    """What a run's streams are keyed by (:func:`run_identity`): the experiment
+    and the configuration, without epsilon for a solver that reads no budget
+    (``private`` False: a non-private algorithm), whose runs at two epsilons
+    are then one run."""
+    if not private:
+        config = {k: v for k, v in config.items() if k != "epsilon"}
+    return run_identity(experiment, config)
+
+
+def run_entropies(seed, experiment, configs, private=True):
+    """The entropy (:func:`run_entropy`) of each configuration's run on the
+    replicate seed ``seed``, keyed by :func:`stream_identity`."""
+    return [run_entropy(seed, stream_identity(experiment, config, private))
+            for config in configs]
+
+
 # Spawn-key branch of the fresh seeds: a SeedSequence with this spawn_key is a
 # child no selection seed's SeedSequence (spawn_key ()) can be.
 FRESH_BRANCH = 1

@@ -19,7 +19,7 @@ from conftest import ROOT, make_workdir, planned_jobs, snakemake
 
 from dpcd.sweep.staged import replay_staged
 from dpcd.report.tables import GROUP, best_configurations, final_iterates
-from dpcd.sweep.grid import configurations, expand_grid
+from dpcd.sweep.grid import expand_grid, expanded_grid
 from dpcd.streams import config_id
 
 pytestmark = pytest.mark.workflow
@@ -178,7 +178,7 @@ def test_summary_says_what_ran(staged):
 
 
 def grids(name="coarse"):
-    """Solver -> (configurations, grid) of the test's experiment, as the
+    """Solver -> (configurations, grid, axes) of the test's experiment, as the
     workflow plans them (the schema's defaults filled in: dp_sgd's batch_size)."""
     from snakemake.utils import validate
 
@@ -190,7 +190,8 @@ def grids(name="coarse"):
     out = {}
     for solver in exp["solvers"]:
         _, grid, passes = plan.solver_entry(exp, solver)
-        out[solver] = (configurations(solver, grid, passes, [2.0]), grid)
+        axes, configs = expanded_grid(solver, grid, passes, [2.0])
+        out[solver] = (configs, grid, axes)
     return out
 
 
@@ -207,7 +208,7 @@ def test_coarse_to_fine_stages(staged):
     assert refine["seed_index"].unique().tolist() == [0]
     assert sorted(confirm["seed_index"].unique()) == [0, 1, 2, 3]
     axes = {name: expand_grid(EXPERIMENT["solvers"]["dp_cd"][name]) for name in ("step", "clip")}
-    configs = {config_id(c): c for configs, _ in grids().values() for c in configs}
+    configs = {config_id(c): c for configs, _, _ in grids().values() for c in configs}
     position = lambda cid, name: axes[name].index(configs[cid][name])  # noqa: E731
     lattice = {"step": (0, 2, 4, 6), "clip": (0, 2, 4, 6, 8, 9)}
     on_lattice = {cid for cid, c in configs.items()

@@ -79,8 +79,8 @@ class Costs:
         order (epsilon, passes, then the grid's axes: dpcd.sweep.grid), the
         staged confirm's as ``search_keep`` per (epsilon, passes). A
         non-private solver runs at the first epsilon only (its runs are the
-        same at every epsilon: dpcd.sweep.run), except on fresh seeds, which
-        are drawn per cell."""
+        same at every epsilon: dpcd.streams.stream_identity), except on fresh
+        seeds, which are drawn per cell."""
         exp, owner = self.experiment(experiment), self.owner(experiment, stage)
         _, grid, passes = solver_entry(exp, solver)
         rest = owner.configurations(solver, stage, grid_size(grid))
@@ -108,7 +108,7 @@ class Costs:
 
     def chunks(self, experiment, solver, stage="grid"):
         """Solve jobs of one solver's sweep: the experiment's ``chunks``, or with
-        ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.grid cuts
+        ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.chunks cuts
         them) that no job's estimate exceeds it; never more chunks than
         configurations for the bound (a configuration's seeds run in one job)."""
         n_configs = len(self.config_passes(experiment, solver, stage))

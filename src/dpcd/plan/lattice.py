@@ -81,3 +81,71 @@ def refine_bound(grid, stride, kept):
     axes = [(int(v["geomspace"][2]), axis_stride(v, stride)) for v in geomspace_axes(grid)]
     box = math.prod(min(2 * k - 1, num) for num, k in axes)
     return min(grid_size(grid) - coarse_size(grid, stride), kept * (box - 1))
+
+
+class Lattice:
+    """Where a solver's configurations sit on a staged screen's coarse lattice:
+    which ones the screen runs (:meth:`coarse`) and which full-resolution
+    neighbours of kept ones the refine runs (:meth:`neighbours`).
+
+    Parameters
+    ----------
+    grid : dict
+        The solver entry's grid: its ``{"geomspace": ...}`` entries are the
+        coarsened axes; list axes (batch sizes, rules) are kept whole.
+    axes : dict
+        Axis name -> the values its entry expands to (the sweep's grid axes).
+    stride : int
+        ``search_stride``: every stride-th value of each geomspace axis, at
+        most :data:`LATTICE_DECADES` apart (:func:`axis_stride`); 1 keeps every
+        configuration.
+    """
+
+    def __init__(self, grid, axes, stride):
+        # geomspace axis -> ({value: position}, its stride, its lattice positions)
+        self.positions = {}
+        for name, entry in sorted(grid.items()):
+            if isinstance(entry, dict):
+                k = axis_stride(entry, stride)
+                values = axes[name]
+                self.positions[name] = ({value: i for i, value in enumerate(values)}, k,
+                                        set(coarse_indices(len(values), k)))
+
+    def holds(self, config):
+        """Whether ``config`` is on the lattice."""
+        return all(axis[config[name]] in lattice
+                   for name, (axis, _, lattice) in self.positions.items())
+
+    def coarse(self, configs):
+        """The configurations on the lattice, in their order."""
+        return [config for config in configs if self.holds(config)]
+
+    def neighbours(self, configs, kept):
+        """The full-resolution neighbours of the ``kept`` configurations, in the
+        order of ``configs``.
+
+        A configuration is a neighbour of a kept one when every other setting
+        (epsilon, passes, list axes) is the same and on every geomspace axis its
+        position is within the axis's stride - 1 of the kept one's: the box
+        between the kept configuration's coarse neighbours. Configurations on
+        the lattice (the screen ran them) are left out.
+        """
+        positions = self.positions
+
+        def rest(config):
+            return tuple((k, v) for k, v in sorted(config.items()) if k not in positions)
+
+        boxes = {}
+        for config in kept:
+            boxes.setdefault(rest(config), []).append(
+                {n: positions[n][0][config[n]] for n in positions})
+        out = []
+        for config in configs:
+            centres = boxes.get(rest(config))
+            if centres is None or self.holds(config):
+                continue
+            at = {n: positions[n][0][config[n]] for n in positions}
+            if any(all(abs(at[n] - centre[n]) <= positions[n][1] - 1 for n in positions)
+                   for centre in centres):
+                out.append(config)
+        return out

@@ -22,7 +22,8 @@ class Search(ABC):
     #: Whether report.fresh_seeds re-runs its selected configurations on new seeds.
     fresh = True
     #: Whether a non-private solver's runs at two epsilons are one run (the
-    #: same seeds: dpcd.sweep.run), so its stages run the first epsilon only.
+    #: same streams: dpcd.streams.stream_identity), so its stages run the
+    #: first epsilon only.
     shares_epsilons = True
 
     def __init__(self, plan, name):

@@ -19,7 +19,8 @@ def cmd_private_smoothness(args):
     """Private smoothness constants per (epsilon, seed), DP-CD Appendix F."""
     from dpcd.data import load_dataset
     from dpcd.streams import run_seed
-    from dpcd.sweep.run import epsilons_of, private_smoothness_estimates
+    from dpcd.sweep.grid import epsilons_of
+    from dpcd.sweep.smoothness import private_smoothness_estimates
 
     spec = json.loads(args.spec)
     X = load_dataset(args.data).X

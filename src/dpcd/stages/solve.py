@@ -72,7 +72,7 @@ def cmd_solve(args):
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
     from dpcd.sweep.fresh import run_fresh_chunk
-    from dpcd.sweep.run import grid_size
+    from dpcd.sweep.grid import grid_size
     from dpcd.sweep.problem import load_problem
     from dpcd.tracking.payload import mlflow_runs
     from dpcd.tracking.runs_file import write_mlflow_runs

@@ -7,7 +7,7 @@ was not selected on gives an unbiased one. The fresh seeds come from their own
 ``SeedSequence`` branch, one set per cell (experiment, solver, epsilon,
 passes; :func:`dpcd.streams.fresh_seeds`), so the fresh runs of two cells
 are independent releases; the runs go through the same algorithm specs as the sweep
-(:func:`dpcd.sweep.run.run_configurations`). The workflow runs them as the
+(:func:`dpcd.sweep.runner.run_configurations`). The workflow runs them as the
 solve stage ``fresh`` (:func:`run_fresh_chunk`: a job per chunk of cells,
 after the aggregation whose table selected them).
 
@@ -19,13 +19,11 @@ were chosen on the private data.
 import pandas as pd
 
 from dpcd import algorithms
-from dpcd.sweep.grid import chunk_of, configurations
 from dpcd.streams import config_id, fresh_cell, fresh_seeds
-from dpcd.sweep.run import (
-    epsilons_of,
-    private_smoothness_estimates,
-    run_configurations,
-)
+from dpcd.sweep.chunks import chunk_of
+from dpcd.sweep.grid import configurations, epsilons_of
+from dpcd.sweep.runner import run_configurations
+from dpcd.sweep.smoothness import private_smoothness_estimates
 
 NONPRIVATE = ("hyperparameter_selection",)
 

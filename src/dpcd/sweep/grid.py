@@ -1,9 +1,16 @@
-"""Expand a solver's hyperparameter grid into configurations and chunks (their
-identities and seeds: :mod:`dpcd.streams`)."""
+"""Expand a solver's hyperparameter grid into its axes and configurations
+(their identities and seeds: :mod:`dpcd.streams`; a solve job's share of them:
+:mod:`dpcd.sweep.chunks`)."""
 
 import itertools
 
 import numpy as np
+
+
+def epsilons_of(privacy_spec):
+    """The target epsilons of a ``privacy`` block, as a list (one value or several)."""
+    eps = privacy_spec["epsilon"]
+    return list(eps) if isinstance(eps, (list, tuple)) else [eps]
 
 
 def expand_grid(values):
@@ -35,8 +42,9 @@ def _passes(value):
     return value
 
 
-def configurations(solver, grid, passes, epsilons):
-    """All configurations of one solver, in a deterministic order.
+def expanded_grid(solver, grid, passes, epsilons):
+    """The axes of one solver's grid and all its configurations, in a
+    deterministic order.
 
     Parameters
     ----------
@@ -54,9 +62,12 @@ def configurations(solver, grid, passes, epsilons):
 
     Returns
     -------
-    list of dict
-        One dict per configuration with keys ``solver``, ``epsilon``,
-        ``passes`` and the hyperparameters.
+    axes : dict
+        Name -> values: ``epsilon``, ``passes``, then the hyperparameters in
+        name order.
+    configs : list of dict
+        One dict per configuration with keys ``solver``, the axes' names and
+        the constants, the last axis varying fastest.
     """
     axes = {"epsilon": [float(e) for e in epsilons], "passes": [_passes(k) for k in passes]}
     constants = {}
@@ -70,15 +81,17 @@ def configurations(solver, grid, passes, epsilons):
     if empty:
         raise ValueError(f"solver {solver}: empty grid for {', '.join(empty)}")
     names = list(axes)
-    configs = []
-    for combo in itertools.product(*(axes[name] for name in names)):
-        cfg = {"solver": solver, **dict(zip(names, combo)), **constants}
-        configs.append(cfg)
-    return configs
+    configs = [{"solver": solver, **dict(zip(names, combo)), **constants}
+               for combo in itertools.product(*(axes[name] for name in names))]
+    return axes, configs
 
 
-def chunk_of(configs, chunk, n_chunks):
-    """Configurations of one chunk (round-robin, so chunks cost about the same)."""
-    if not 0 <= chunk < n_chunks:
-        raise ValueError(f"chunk {chunk} is outside [0, {n_chunks})")
-    return configs[chunk::n_chunks]
+def configurations(solver, grid, passes, epsilons):
+    """All configurations of one solver (:func:`expanded_grid`)."""
+    return expanded_grid(solver, grid, passes, epsilons)[1]
+
+
+def grid_size(spec):
+    """Configurations of a solve spec's whole grid (every stage's share is of these)."""
+    return len(configurations(spec["solver"], spec["grid"], spec["passes"],
+                              epsilons_of(spec["privacy"])))

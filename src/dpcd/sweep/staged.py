@@ -14,8 +14,9 @@ screen and refine run each run's first passes and a promote runs the best
 ``search_promote`` whole; the last select keeps ``search_keep`` for the
 confirm, which runs them on every seed. A solve spec names its stage, its
 ``stride`` and the selection CSV it reads (``selection``):
-:func:`stage_configurations` reads them. How many each stage runs is planned
-by :mod:`dpcd.plan.staged` from the same lattice (:mod:`dpcd.plan.lattice`).
+:func:`stage_configurations` reads them. Which configurations lie on the
+lattice is :class:`dpcd.plan.lattice.Lattice`'s to say; how many each stage
+runs is planned by :mod:`dpcd.plan.staged` from the same lattice.
 """
 
 import csv
@@ -23,9 +24,8 @@ import csv
 import numpy as np
 import pandas as pd
 
-from dpcd.plan.lattice import axis_stride, coarse_indices, prefix_passes
+from dpcd.plan.lattice import Lattice, prefix_passes
 from dpcd.streams import config_id
-from dpcd.sweep.grid import expand_grid
 from dpcd.problems.selection import GROUP, best_configurations, final_iterates, last_checkpoints
 
 
@@ -62,92 +62,52 @@ def selected(configs, path):
     return _kept(configs, read_selection(path, {c["solver"] for c in configs}), path)
 
 
-def _positions(grid, stride):
-    """Geomspace axis -> ({value: position}, its stride, its lattice positions):
-    the axes the stride coarsens (:func:`dpcd.plan.lattice.axis_stride`)."""
-    out = {}
-    for name, entry in sorted(grid.items()):
-        if isinstance(entry, dict):
-            k = axis_stride(entry, stride)
-            values = expand_grid(entry)
-            out[name] = ({value: i for i, value in enumerate(values)}, k,
-                         set(coarse_indices(len(values), k)))
-    return out
-
-
-def _on_lattice(config, positions):
-    return all(axis[config[name]] in lattice for name, (axis, _, lattice) in positions.items())
-
-
-def coarse_configurations(configs, grid, stride):
+def coarse_configurations(configs, grid, axes, stride):
     """The configurations on the coarse lattice of stride ``stride``, in grid order.
 
     Parameters
     ----------
     configs : list of dict
         One solver's configurations (:func:`dpcd.sweep.grid.configurations`).
-    grid : dict
-        Its grid: the ``{"geomspace": ...}`` entries are the coarsened axes;
-        list axes (batch sizes, rules) are kept whole.
-    stride : int
-        ``search_stride``: every stride-th value of each geomspace axis, at
-        most :data:`dpcd.plan.lattice.LATTICE_DECADES` apart; 1 keeps every configuration.
+    grid, axes, stride
+        Its grid, the values its axes expand to
+        (:func:`dpcd.sweep.grid.expanded_grid`) and ``search_stride``
+        (:class:`dpcd.plan.lattice.Lattice`).
     """
-    positions = _positions(grid, stride)
-    return [config for config in configs if _on_lattice(config, positions)]
+    return Lattice(grid, axes, stride).coarse(configs)
 
 
-def refine_configurations(configs, grid, stride, keep, path="selection"):
-    """The full-resolution neighbours of the kept configurations, in grid order.
-
-    A configuration is a neighbour of a kept one when every other setting
-    (epsilon, passes, list axes) is the same and on every geomspace axis its
-    position is within the axis's stride - 1 of the kept one's: the box
-    between the kept configuration's coarse neighbours. Configurations on the coarse
-    lattice (the screen ran them) are left out.
+def refine_configurations(configs, grid, axes, stride, keep, path="selection"):
+    """The full-resolution neighbours of the kept configurations, in grid order
+    (:meth:`dpcd.plan.lattice.Lattice.neighbours`).
 
     Parameters
     ----------
-    configs, grid, stride
+    configs, grid, axes, stride
         As for :func:`coarse_configurations`.
     keep : set of str
         ``config_id`` of the kept configurations (on the coarse lattice).
     path : str
         Where ``keep`` was read from, for the error message.
     """
-    positions = _positions(grid, stride)
-    boxes = {}
-    for config in _kept(configs, keep, path):
-        rest = tuple((k, v) for k, v in sorted(config.items()) if k not in positions)
-        boxes.setdefault(rest, []).append({n: positions[n][0][config[n]] for n in positions})
-    out = []
-    for config in configs:
-        rest = tuple((k, v) for k, v in sorted(config.items()) if k not in positions)
-        if rest not in boxes or _on_lattice(config, positions):
-            continue
-        at = {n: positions[n][0][config[n]] for n in positions}
-        if any(all(abs(at[n] - centre[n]) <= positions[n][1] - 1 for n in positions)
-               for centre in boxes[rest]):
-            out.append(config)
-    return out
+    return Lattice(grid, axes, stride).neighbours(configs, _kept(configs, keep, path))
 
 
-def stage_configurations(spec, configs):
-    """The configurations of one solver's grid that the spec's stage runs.
+def stage_configurations(spec, configs, axes):
+    """The configurations of one solver's grid (``configs``, its axes
+    ``axes``: :func:`dpcd.sweep.grid.expanded_grid`) that the spec's stage runs.
 
     ``screen``: the coarse lattice of ``stride`` (default 1: all); ``refine``:
     the neighbours of the selection file's configurations; ``confirm``: the
     selection file's configurations; ``grid``: all.
     """
-    stage, stride = spec.get("stage", "grid"), spec.get("stride", 1)
-    if stage == "screen":
-        return coarse_configurations(configs, spec["grid"], stride)
-    if stage == "refine":
-        keep = read_selection(spec["selection"], {spec["solver"]})
-        return refine_configurations(configs, spec["grid"], stride, keep, spec["selection"])
-    if "selection" in spec:
-        return selected(configs, spec["selection"])
-    return configs
+    stage = spec.get("stage", "grid")
+    if stage not in ("screen", "refine"):
+        return selected(configs, spec["selection"]) if "selection" in spec else configs
+    # the refine's centres: the screened configurations the select kept
+    kept = selected(configs, spec["selection"]) if stage == "refine" else None
+    lattice = Lattice(spec["grid"], axes, spec.get("stride", 1))
+    return lattice.coarse(configs) if stage == "screen" else lattice.neighbours(configs, kept)
 
 # --- the selects: the best few per (solver, epsilon, passes) ----------------------
 def _criteria(runs, select_by, prefix=False):
@@ -222,8 +182,9 @@ def replay_staged(runs, grids, select_by, keep, stride=1, refine=2, fidelity=1, 
     runs : pandas.DataFrame
         Tidy table of a ``search: grid`` run of one experiment (every seed).
     grids : dict
-        Solver -> (configurations, grid): its configurations
-        (:func:`dpcd.sweep.grid.configurations`) and its grid entry.
+        Solver -> (configurations, grid, axes): its configurations
+        (:func:`dpcd.sweep.grid.configurations`), its grid entry and the values
+        its axes expand to (:func:`dpcd.sweep.grid.expanded_grid`).
     select_by : {"last_objective", "validation"}
     keep, stride, refine, promote : int
         ``search_keep``, ``search_stride``, ``search_refine``, ``search_promote``.
@@ -249,15 +210,15 @@ def replay_staged(runs, grids, select_by, keep, stride=1, refine=2, fidelity=1, 
     if prefix:  # the screen's runs: each run's first passes
         ends = [prefix_passes(k, fidelity) for k in first["passes"]]
         ranked = first[first["pass"].to_numpy(float) <= np.asarray(ends, dtype=float)]
-    screen = {config_id(c) for configs, grid in grids.values()
-              for c in coarse_configurations(configs, grid, stride)}
+    screen = {config_id(c) for configs, grid, axes in grids.values()
+              for c in coarse_configurations(configs, grid, axes, stride)}
     ran = {"screen": len(screen)}
     ids = screen
     if stride > 1:
         best = keep_best(ranked[ranked["config_id"].isin(screen)], select_by, refine, prefix)
-        fine = {config_id(c) for solver, (configs, grid) in grids.items()
+        fine = {config_id(c) for solver, (configs, grid, axes) in grids.items()
                 for c in refine_configurations(
-                    configs, grid, stride,
+                    configs, grid, axes, stride,
                     set(best.loc[best["solver"] == solver, "config_id"]))}
         ran["refine"] = len(fine)
         ids = screen | fine

@@ -39,18 +39,11 @@ from dpcd.algorithms import Budget
 from dpcd.privacy.ledger import nonprivate_inputs
 from dpcd.problems import make_problem
 from dpcd.streams import config_id, run_seed
-from dpcd.sweep.grid import configurations
+from dpcd.sweep.grid import configurations, epsilons_of
+from dpcd.sweep.metrics import seed_holdout, support_counts
 from dpcd.sweep.problem import SeedProblems
-from dpcd.sweep.run import (
-    ConfigRecord,
-    _holdout,
-    _holdout_columns,
-    _stack_rows,
-    _tidy_rows,
-    epsilons_of,
-    resolve_delta,
-    support_counts,
-)
+from dpcd.sweep.runner import resolve_delta
+from dpcd.sweep.tidy import ConfigRecord, empty_table, record_columns, stack_rows
 from dpcd.tuning.calibration import calibrate_candidates
 from dpcd.tuning.candidates import check_trained
 from dpcd.tuning.draws import candidate_streams, draw_search, search_seed
@@ -99,9 +92,7 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
                            f_star, w_star, records)
         if released is not None:
             rows.append(_released_rows(spec, released, chunk, selection_seed, delta, problem))
-    from dpcd.sweep.run import _empty_table
-
-    table = _stack_rows(rows) if rows else _empty_table().assign(role=[])
+    table = stack_rows(rows) if rows else empty_table().assign(role=[])
     return table, records
 
 
@@ -177,7 +168,7 @@ def candidate_smoothness(problem, fraction, epsilon, stream):
 def _record(config, cid, result, ledger, problem, f_star, start):
     objective = np.asarray(result.objective, dtype=np.float64)[None, :]
     status = "done" if np.all(np.isfinite(objective)) else "diverged"
-    holdout = _holdout(SeedProblems(problem, [0], "fixed"), [result.w])
+    holdout = seed_holdout(SeedProblems(problem, [0], "fixed"), [result.w])
     return ConfigRecord(config, cid, status, objective, (objective - f_star) / abs(f_star),
                         np.asarray([float(result.time)]), [ledger], holdout, start,
                         int(clock.time() * 1000))
@@ -185,10 +176,8 @@ def _record(config, cid, result, ledger, problem, f_star, start):
 
 def _released_rows(spec, released, chunk, selection_seed, delta, problem):
     record, result, noisy, support = released
-    columns = _tidy_rows(spec, record.config, record.config_id, record.status, [selection_seed],
-                         record.objective, record.rel_error, record.time, record.ledgers,
-                         delta, result.passes_done, record.config["passes"])  # run whole
-    _holdout_columns(columns, record.holdout, record.objective.shape[1])
+    columns = record_columns(spec, record, [selection_seed], delta, result.passes_done,
+                             record.config["passes"])  # run whole
     columns["seed_index"] = np.full(record.objective.shape[1], chunk)
     columns["nonprivate_inputs"] = nonprivate_inputs(problem, record.ledgers[0])
     for i, name in enumerate(("nnz_correct", "nnz_incorrect")):
