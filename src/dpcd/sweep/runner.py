@@ -18,6 +18,7 @@ from dpcd.sweep.tidy import ConfigRecord, tidy_results
 
 log = logging.getLogger("dpcd.sweep")
 
+
 def resolve_delta(privacy_spec, n_samples):
     """delta from the config, or 1/n^2 (the papers' choice) when null."""
     delta = privacy_spec.get("delta")
