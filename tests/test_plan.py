@@ -368,7 +368,7 @@ def test_cost_model_follows_the_sweep():
     estimates are those of the real chunks; the estimate is linear in seeds
     and in the data's entries."""
     from dpcd.sweep import chunk_of
-    from dpcd.sweep.chunks import chunk_runs
+    from dpcd.sweep.run import chunk_runs
 
     config = load("config/paper/dpscd_aaai21.yaml")
     p = make(config)

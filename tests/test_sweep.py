@@ -120,7 +120,7 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
     from dpcd.algorithms.dp_sgd import run as run_dp_sgd
     from dpcd.streams import run_entropy, run_identity, run_seed
     from dpcd.sweep.problem import SweepProblem
-    from dpcd.sweep.chunks import chunk_runs
+    from dpcd.sweep.run import chunk_runs
     from dpcd.sweep.runner import run_configurations
 
     rng = np.random.default_rng(3)

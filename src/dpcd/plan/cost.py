@@ -108,7 +108,7 @@ class Costs:
 
     def chunks(self, experiment, solver, stage="grid"):
         """Solve jobs of one solver's sweep: the experiment's ``chunks``, or with
-        ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.chunks cuts
+        ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.run cuts
         them) that no job's estimate exceeds it; never more chunks than
         configurations for the bound (a configuration's seeds run in one job)."""
         n_configs = len(self.config_passes(experiment, solver, stage))

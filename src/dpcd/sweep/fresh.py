@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpcd import algorithms
 from dpcd.streams import config_id, fresh_cell, fresh_seeds
-from dpcd.sweep.chunks import chunk_of
+from dpcd.sweep.run import chunk_of
 from dpcd.sweep.grid import configurations, epsilons_of
 from dpcd.sweep.runner import run_configurations
 from dpcd.sweep.smoothness import private_smoothness_estimates

@@ -1,6 +1,6 @@
 """Expand a solver's hyperparameter grid into its axes and configurations
 (their identities and seeds: :mod:`dpcd.streams`; a solve job's share of them:
-:mod:`dpcd.sweep.chunks`)."""
+:func:`dpcd.sweep.run.chunk_runs`)."""
 
 import itertools
 

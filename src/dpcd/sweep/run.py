@@ -1,10 +1,51 @@
-"""Run one chunk of a sweep in-process: its seeds and configurations, their
-runs, one tidy table."""
+"""One chunk of a sweep, in-process: which configurations it runs (its
+stage's share of the spec's grid, :mod:`dpcd.sweep.staged`; a non-private
+solver's at the first epsilon only; cut round-robin into the spec's chunks),
+and their runs over its seeds, as one tidy table."""
 
+from dpcd import algorithms
 from dpcd.privacy.validation import check_positive_int
 from dpcd.streams import run_seed
-from dpcd.sweep.chunks import chunk_runs
+from dpcd.sweep import staged
+from dpcd.sweep.grid import epsilons_of, expanded_grid
 from dpcd.sweep.runner import run_configurations
+
+
+def _chunk_slice(chunk, n_chunks):
+    """Chunk ``chunk`` of ``n_chunks``, round-robin so that chunks cost about the same."""
+    if not 0 <= chunk < n_chunks:
+        raise ValueError(f"chunk {chunk} is outside [0, {n_chunks})")
+    return slice(chunk, None, n_chunks)
+
+
+def chunk_of(items, chunk, n_chunks):
+    """The items of one chunk (round-robin, so chunks cost about the same)."""
+    return items[_chunk_slice(chunk, n_chunks)]
+
+
+def chunk_runs(spec, chunk):
+    """What chunk ``chunk`` of a solve spec runs.
+
+    A non-private solver runs at the first epsilon only: its runs are the same
+    at every epsilon (:func:`dpcd.streams.stream_identity`), and stand for its
+    runs at the others (a staged search keeps the same ones at every epsilon).
+
+    Returns
+    -------
+    configs : list of dict
+        The configurations the chunk runs.
+    also_at : list of float
+        The other epsilons their runs stand for (none for a private solver).
+    """
+    part = _chunk_slice(chunk, spec["chunks"])
+    epsilons = epsilons_of(spec["privacy"])
+    axes, configs = expanded_grid(spec["solver"], spec["grid"], spec["passes"], epsilons)
+    # staged search: the screen's lattice, the refine's neighbours, the confirm's kept
+    configs = staged.stage_configurations(spec, configs, axes)
+    if algorithms.get(spec.get("adapter", spec["solver"])).private:
+        return configs[part], []
+    at_first = [config for config in configs if config["epsilon"] == axes["epsilon"][0]]
+    return at_first[part], axes["epsilon"][1:]
 
 
 def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None):
@@ -18,7 +59,7 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
         variant runs (default: ``solver``).
     chunk : int
         Which chunk of the configurations to run
-        (:func:`dpcd.sweep.chunks.chunk_runs`).
+        (:func:`chunk_runs`).
     problem : SweepProblem
         Data and constants, loaded once for the whole chunk.
     f_star : float
@@ -37,8 +78,8 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     records : list of ConfigRecord
         One per configuration, for MLflow.
     """
+    configs, also_at = chunk_runs(spec, chunk)
     n_seeds = check_positive_int(spec["seeds"], "seeds")
     seeds = [run_seed(spec["base_seed"], k) for k in range(n_seeds)]
-    configs, also_at = chunk_runs(spec, chunk)
     return run_configurations(spec, configs, seeds, problem, f_star, private_estimates,
                               w_star, also_at=also_at)

@@ -58,7 +58,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         run alone (the fresh re-runs, whose times Table 3 reports).
     also_at : list of float
         Other epsilons the runs stand for (a non-private solver's:
-        :func:`dpcd.sweep.chunks.chunk_runs`), given their rows and records
+        :func:`dpcd.sweep.run.chunk_runs`), given their rows and records
         too (:func:`dpcd.sweep.tidy.tidy_results`).
 
     Returns
