@@ -217,9 +217,8 @@ def test_an_edit_changes_only_the_expected_specs():
     def chunks(c):
         c["experiments"]["big"]["chunks"] = 3
 
-    # the fresh stage's too: min(chunks, its 3 cells of epsilon x passes)
-    assert changed(config, chunks) == {(kind, "big", s) for kind in ("solve", "fresh_solve")
-                                       for s in ("cd", "dp_cd", "dp_sgd")}
+    # not the fresh stage's: its re-runs here are under a second of work, one job per solver
+    assert changed(config, chunks) == {("solve", "big", s) for s in ("cd", "dp_cd", "dp_sgd")}
 
 
 def test_variant_and_validation_split_keys_only_when_set():
@@ -715,6 +714,38 @@ def test_the_fresh_stage_is_chunked_solve_jobs_after_the_aggregation():
     assert make(config).fresh_jobs() == [] and make(config).fresh_tables() == []
     private = make(load("config/paper/private_tuning_dpscd.yaml"))
     assert private.fresh_jobs() == []
+
+
+def test_a_fresh_job_carries_at_least_its_least_work():
+    """The fresh stage merges its chunks until each job's estimate reaches
+    least_job_hours (a job's start-up is seconds), never below one job per
+    solver; chunk_core_hours still bounds every job from above."""
+    config = load("config/paper/dpscd_aaai21.yaml")
+    p = make(config)
+    least = p.owner("adult_svm", "fresh").least_job_hours
+    assert least > 0 and p.owner("adult_svm", "screen").least_job_hours == 0
+    for name in p.fresh_experiments():
+        for solver in p.experiment(name)["solvers"]:
+            cost = p.cost(name, solver, "fresh")
+            assert cost.chunks == p.solve_spec(name, solver, "fresh")["chunks"]
+            assert cost.chunks <= p.experiment(name)["chunks"]
+            assert cost.chunks == 1 or cost.sweep / cost.chunks >= least
+            # merged only where a chunk more would fall below the least work
+            merged = cost.chunks < min(p.experiment(name)["chunks"], 4)  # 4 cells
+            assert not merged or cost.sweep / (cost.chunks + 1) < least
+    # Adult's re-runs are seconds: one job per solver; the stand-in's are minutes
+    assert len(p.fresh_jobs("adult_svm")) == len(p.experiment("adult_svm")["solvers"])
+    msd = "yearpredictionmsd_ridge"
+    assert len(p.fresh_jobs(msd)) == 4 * len(p.experiment(msd)["solvers"])
+    # the search's stages keep the configured chunks, however small their jobs
+    small = make(small_config())
+    assert small.chunks("sparse_lasso", "dp_cd") == small.experiment("sparse_lasso")["chunks"] == 2
+    assert small.chunks("sparse_lasso", "dp_cd", "fresh") == 1
+    config["chunk_core_hours"] = least / 10
+    bounded = make(config)
+    for solver in bounded.experiment("adult_svm")["solvers"]:
+        cost = bounded.cost("adult_svm", solver, "fresh")
+        assert cost.job <= least / 10 or cost.chunks == 4
 
 
 def test_a_non_private_solver_is_planned_at_one_epsilon():

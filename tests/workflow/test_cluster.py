@@ -145,9 +145,9 @@ def test_profile_runs_the_default_config_with_or_without_configfile(clone):
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-4000:]
         assert "in 6 solve jobs (chunk_core_hours: 2)" in out, out[-4000:]
-        assert "fresh-seed re-runs in 6 solve jobs" in out, out[-4000:]
+        assert "fresh-seed re-runs in 3 solve jobs" in out, out[-4000:]
         plans.append(_job_stats(out))
-    assert plans[0] == plans[1] and plans[0]["solve"] == 6 + 6
+    assert plans[0] == plans[1] and plans[0]["solve"] == 6 + 3
 
 
 # --- On a real SLURM cluster -------------------------------------------------

@@ -72,17 +72,18 @@ def honest(finished_workdir, tmp_path_factory):
 def test_only_the_new_jobs_run(honest):
     workdir, jobs, finished = honest
     # the new lambda experiment's reference, solve and aggregate; fresh solve
-    # jobs: exp_a 3 solvers x 2 chunks (its 2 cells), exp_b and exp_b_lam0 one
-    # each; one fresh job for all. No search solve job or aggregation of
+    # jobs: one per solver (exp_a's 3, exp_b's and exp_b_lam0's one each: exp_a's
+    # 2 chunks merge, its re-runs being under a second of work); one fresh job
+    # for all. No search solve job or aggregation of
     # exp_a / exp_b: their runs are not ingested again.
-    assert jobs == {"all": 1, "reference": 1, "solve": 1 + 8, "aggregate": 1, "fresh": 1,
+    assert jobs == {"all": 1, "reference": 1, "solve": 1 + 5, "aggregate": 1, "fresh": 1,
                     "lambda_table": 1, "summary": 1}
     for name in ("exp_a", "exp_b"):
         mlflow = workdir / "results" / "mlflow"
         aggregated = (finished / "results" / "mlflow" / f"{name}.json").read_text()
         assert (mlflow / f"{name}.json").read_text() == aggregated  # not rerun
         ingest = json.loads((mlflow / "fresh" / f"{name}.json").read_text())["ingest"]
-        assert ingest["jobs"] == (6 if name == "exp_a" else 1) and ingest["skipped_jobs"] == 0
+        assert ingest["jobs"] == (3 if name == "exp_a" else 1) and ingest["skipped_jobs"] == 0
 
 
 def test_fresh_seeds_never_coincide_with_selection_seeds(honest):
@@ -175,5 +176,5 @@ def test_editing_fresh_seeds_replans_only_the_reevaluation(honest, tmp_path):
         config["report"]["fresh_seeds"] = FRESH + 1
 
     _edit(workdir, edit)
-    assert planned_jobs(workdir) == {"all": 1, "solve": 8, "fresh": 1,
+    assert planned_jobs(workdir) == {"all": 1, "solve": 5, "fresh": 1,
                                      "lambda_table": 1, "summary": 1}

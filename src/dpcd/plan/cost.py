@@ -107,12 +107,19 @@ class Costs:
         )
 
     def chunks(self, experiment, solver, stage="grid"):
-        """Solve jobs of one solver's sweep: the experiment's ``chunks``, or with
-        ``chunk_core_hours`` set, enough (round-robin, as dpcd.sweep.run cuts
-        them) that no job's estimate exceeds it; never more chunks than
-        configurations for the bound (a configuration's seeds run in one job)."""
-        n_configs = len(self.config_passes(experiment, solver, stage))
-        chunks, sized = self.owner(experiment, stage).chunks(stage, n_configs)
+        """Solve jobs of one solver's sweep: the experiment's ``chunks`` (fewer
+        in a stage with a ``least_job_hours``, so that each job's estimate
+        reaches it), or with ``chunk_core_hours`` set, enough (round-robin, as
+        dpcd.sweep.run cuts them) that no job's estimate exceeds it; never more
+        chunks than configurations for the bound (a configuration's seeds run
+        in one job)."""
+        passes = self.config_passes(experiment, solver, stage)
+        n_configs = len(passes)
+        owner = self.owner(experiment, stage)
+        chunks, sized = owner.chunks(stage, n_configs)
+        if owner.least_job_hours:
+            work = self._hours(experiment, solver, stage, passes)
+            chunks = max(1, min(chunks, math.floor(work / owner.least_job_hours)))
         bound = self.config.get("chunk_core_hours")
         if not sized or not bound:
             return chunks

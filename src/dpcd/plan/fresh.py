@@ -5,7 +5,8 @@ release each, :func:`dpcd.streams.fresh_seeds`); one ``fresh`` rule then puts
 both numbers side by side for every experiment (one job: each would pay
 seconds of the same imports, MLflow and seaborn, for a second of work).
 Chunked like any solve stage, so the re-runs run in parallel under
-``--cores`` and on a cluster.
+``--cores`` and on a cluster, but never into jobs shorter than their start-up
+warrants (:attr:`Fresh.least_job_hours`).
 """
 
 from collections import namedtuple
@@ -46,6 +47,11 @@ class Fresh:
 
     #: Fresh seeds are drawn per cell, epsilon included: every cell runs.
     shares_epsilons = False
+    #: A job starts in about 2 s (interpreter, imports, the kernels' cache) and
+    #: a cell's re-runs are often a fraction of that: a fresh job carries at
+    #: least 30 s of estimated work, so start-up stays a small share, and the
+    #: other solvers' and experiments' jobs keep the cores busy meanwhile.
+    least_job_hours = 30 / 3600
 
     def __init__(self, plan, name):
         self.plan = plan
@@ -64,7 +70,8 @@ class Fresh:
 
     def chunks(self, stage, n_configs):
         """The experiment's ``chunks``, never more than its cells (a cell's
-        seeds share one job, as they share one seed set)."""
+        seeds share one job, as they share one seed set); the plan's cost
+        model merges them down to :attr:`least_job_hours`."""
         return min(self.exp["chunks"], n_configs), True
 
     def spec(self, solver, stage):

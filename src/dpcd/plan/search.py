@@ -25,6 +25,9 @@ class Search(ABC):
     #: same streams: dpcd.streams.stream_identity), so its stages run the
     #: first epsilon only.
     shares_epsilons = True
+    #: The least estimated work (core-hours) of one of its solve jobs, below
+    #: which the stage's chunks merge; 0: the experiment's ``chunks`` as given.
+    least_job_hours = 0.0
 
     def __init__(self, plan, name):
         self.plan = plan
