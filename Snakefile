@@ -51,6 +51,7 @@ localrules:
     private_smoothness,
     select,
     fresh,
+    fresh_report,
     lambda_table,
     summary,
     paper_report,

@@ -31,7 +31,7 @@ def test_conda_env_matches_pyproject():
 
 # The rules of workflow/rules/*.smk, counted by hand: the test below must see
 # them all, not pass on none (a moved directory, a changed rule syntax).
-N_RULES = 17
+N_RULES = 18
 
 
 def test_every_rule_uses_the_conda_env_and_logs():
@@ -59,6 +59,23 @@ def test_cli_start_leaves_heavy_modules_unimported():
     heavy = ("dp_accounting", "scipy.optimize", "scipy.integrate", "opendp")
     code = ("import sys; from dpcd.cli import build_parser; build_parser(); "
             "import dpcd.privacy, dpcd.stages; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_table_job_leaves_figures_and_mlflow_unimported():
+    """``dpcd fresh`` writes tables only, and the summary and the lambda table
+    wait for it: the report package loads seaborn and matplotlib (2 s) only
+    for a figure, the tracking package MLflow only to log."""
+    import subprocess
+    import sys
+
+    heavy = ("seaborn", "matplotlib", "mlflow")
+    code = ("import sys; from dpcd.stages.aggregate import cmd_fresh; "
+            "from dpcd.report.fresh import fresh_markdown, fresh_table; "
+            "from dpcd.report.tables import read_table; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

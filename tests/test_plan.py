@@ -704,14 +704,24 @@ def test_the_fresh_stage_is_chunked_solve_jobs_after_the_aggregation():
     assert paths[0] == f"results/runs/{name}/dp_scd/fresh/chunk0.parquet"
     assert not set(paths) & set(p.job_paths(".parquet", [name]))
     assert p.fresh_tables([name]) == [f"results/tables/fresh/{name}.csv"]
-    # one fresh rule for every experiment, its inputs and outputs in one order
+    # one fresh rule and one fresh_report rule for every experiment, their
+    # inputs and outputs in one order; the report reads the fresh rule's outputs
     names = p.fresh_experiments()
     assert names == p.experiments
     assert p.fresh_outputs()["fresh_csv"] == [f"results/tables/fresh/{n}.csv" for n in names]
-    assert p.fresh_inputs()["runs"] == p.fresh_paths(".parquet")
+    assert p.fresh_inputs() == {"runs": p.fresh_paths(".parquet"),
+                                "selection": [f"results/tables/{n}.csv" for n in names]}
+    report = p.fresh_report_inputs()
+    assert {key: report[key] for key in p.fresh_outputs()} == p.fresh_outputs()
+    assert report["mlflow_runs"] == p.fresh_paths(".mlflow.jsonl.gz")
+    assert report["mlflow"] == [f"results/mlflow/{n}.json" for n in names]
+    assert p.fresh_report_outputs() == {
+        "mlflow": [f"results/mlflow/fresh/{n}.json" for n in names],
+        "fresh_figure": [f"results/figures/{n}_rel_error_fresh.png" for n in names]}
     assert p.fresh_spec() == {"fresh_seeds": 5, "select_by": {n: "validation" for n in names}}
     config["report"]["fresh_seeds"] = 0
     assert make(config).fresh_jobs() == [] and make(config).fresh_tables() == []
+    assert make(config).fresh_outputs() == {} == make(config).fresh_report_outputs()
     private = make(load("config/paper/private_tuning_dpscd.yaml"))
     assert private.fresh_jobs() == []
 

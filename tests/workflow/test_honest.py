@@ -74,10 +74,10 @@ def test_only_the_new_jobs_run(honest):
     # the new lambda experiment's reference, solve and aggregate; fresh solve
     # jobs: one per solver (exp_a's 3, exp_b's and exp_b_lam0's one each: exp_a's
     # 2 chunks merge, its re-runs being under a second of work); one fresh job
-    # for all. No search solve job or aggregation of
+    # and one fresh_report job for all. No search solve job or aggregation of
     # exp_a / exp_b: their runs are not ingested again.
     assert jobs == {"all": 1, "reference": 1, "solve": 1 + 5, "aggregate": 1, "fresh": 1,
-                    "lambda_table": 1, "summary": 1}
+                    "fresh_report": 1, "lambda_table": 1, "summary": 1}
     for name in ("exp_a", "exp_b"):
         mlflow = workdir / "results" / "mlflow"
         aggregated = (finished / "results" / "mlflow" / f"{name}.json").read_text()
@@ -176,5 +176,5 @@ def test_editing_fresh_seeds_replans_only_the_reevaluation(honest, tmp_path):
         config["report"]["fresh_seeds"] = FRESH + 1
 
     _edit(workdir, edit)
-    assert planned_jobs(workdir) == {"all": 1, "solve": 5, "fresh": 1,
+    assert planned_jobs(workdir) == {"all": 1, "solve": 5, "fresh": 1, "fresh_report": 1,
                                      "lambda_table": 1, "summary": 1}

@@ -3,7 +3,7 @@
 # and the tables and figures as artifacts of its parent run. With
 # report.fresh_seeds > 0, the solve stage "fresh" then re-runs every selected
 # configuration on that many new seeds (a new private release each; solve.smk)
-# and the fresh rule puts both numbers side by side.
+# and the fresh rules put both numbers side by side.
 
 
 rule aggregate:
@@ -58,13 +58,15 @@ rule aggregate:
 
 
 # Stage 5b (report.fresh_seeds > 0): every experiment's fresh solve jobs' runs
-# beside its selection, their MLflow runs ingested into its parent run; one job
-# for all (each would pay seconds of the same imports for a second of work).
+# beside its selection; one job for all (each would pay a second of imports for
+# less work). Then, beside the jobs that read those tables, their curves, and
+# their MLflow runs ingested into each experiment's parent run with the tables
+# and curves as its artifacts.
 rule fresh:
     input:
         **PLAN.fresh_inputs(),
     output:
-        **fresh_outputs(),
+        **PLAN.fresh_outputs(),
     log:
         "results/logs/fresh.log",
     benchmark:
@@ -74,10 +76,30 @@ rule fresh:
     params:
         spec=lambda w: _json(PLAN.fresh_spec()),
         experiments=" ".join(PLAN.fresh_experiments()),
-        tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
     shell:
         "dpcd fresh --spec {params.spec:q} --experiments {params.experiments}"
-        " --runs {input.runs} --mlflow-runs {input.mlflow_runs}"
-        " --selection {input.selection} --mlflow-info {input.mlflow}"
-        " --mlflow {output.mlflow} --out {output.fresh_runs} --csv {output.fresh_csv}"
-        " --md {output.fresh_md} --figure {output.fresh_figure} 2> {log}"
+        " --runs {input.runs} --selection {input.selection} --out {output.fresh_runs}"
+        " --csv {output.fresh_csv} --md {output.fresh_md} 2> {log}"
+
+
+rule fresh_report:
+    input:
+        **PLAN.fresh_report_inputs(),
+    output:
+        **fresh_report_outputs(),
+    log:
+        "results/logs/fresh_report.log",
+    benchmark:
+        "results/benchmarks/fresh_report.tsv"
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        spec=lambda w: _json(PLAN.fresh_spec()),
+        experiments=" ".join(PLAN.fresh_experiments()),
+        tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
+    shell:
+        "dpcd fresh-report --spec {params.spec:q} --experiments {params.experiments}"
+        " --mlflow-runs {input.mlflow_runs} --runs {input.fresh_runs}"
+        " --csv {input.fresh_csv} --md {input.fresh_md} --selection {input.selection}"
+        " --mlflow-info {input.mlflow} --mlflow {output.mlflow}"
+        " --figure {output.fresh_figure} 2> {log}"

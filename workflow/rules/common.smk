@@ -115,9 +115,9 @@ def chunk_mlflow_runs(w):
     return chunk_results(w, ".mlflow.jsonl.gz", stage=None)
 
 
-def fresh_outputs():
-    """The fresh rule's outputs, none when report.fresh_seeds is 0."""
-    outputs = PLAN.fresh_outputs()
+def fresh_report_outputs():
+    """The fresh_report rule's outputs, none when report.fresh_seeds is 0."""
+    outputs = PLAN.fresh_report_outputs()
     if outputs:
         kind = {"caption": "../report/rel_error_fresh.rst", "category": "Fresh seeds"}
         outputs["fresh_figure"] = [report(p, **kind) for p in outputs["fresh_figure"]]

@@ -1,9 +1,11 @@
 """Fresh-seed re-runs (``report.fresh_seeds``): a solve stage after the
 aggregation. Its jobs re-run each solver's selected configuration per
 (epsilon, passes) cell, read from the experiment's table, on new seeds (a new
-release each, :func:`dpcd.streams.fresh_seeds`); one ``fresh`` rule then puts
-both numbers side by side for every experiment (one job: each would pay
-seconds of the same imports, MLflow and seaborn, for a second of work).
+release each, :func:`dpcd.streams.fresh_seeds`). One ``fresh`` job then puts
+both numbers side by side for every experiment (one job: each would pay a
+second of imports for less work), and one ``fresh_report`` job draws their
+curves and logs it all to MLflow, beside the jobs that read the tables (its
+seconds of MLflow and seaborn imports and drawing stay off their path).
 Chunked like any solve stage, so the re-runs run in parallel under
 ``--cores`` and on a cluster, but never into jobs shorter than their start-up
 warrants (:attr:`Fresh.least_job_hours`).
@@ -19,12 +21,17 @@ Job = namedtuple("Job", "experiment solver stage chunk")
 STAGE = "fresh"
 
 
-#: The fresh rule's outputs per experiment.
+#: The fresh rule's outputs per experiment: what the summary reads.
 FRESH_OUTPUTS = {
-    "mlflow": "results/mlflow/fresh/{experiment}.json",
     "fresh_runs": "results/fresh/{experiment}.parquet",
     "fresh_csv": "results/tables/fresh/{experiment}.csv",
     "fresh_md": "results/tables/fresh/{experiment}.md",
+}
+
+#: The fresh_report rule's outputs per experiment: the curves, and the parent
+#: run the fresh runs, tables and curves were logged to.
+REPORT_OUTPUTS = {
+    "mlflow": "results/mlflow/fresh/{experiment}.json",
     "fresh_figure": "results/figures/{experiment}_rel_error_fresh.png",
 }
 
@@ -126,19 +133,33 @@ class FreshStage:
         names = self.experiments if names is None else names
         return [f"results/tables/fresh/{name}.csv" for name in names if name in self.freshes]
 
-    def fresh_outputs(self):
-        """The fresh rule's outputs, each a list in :meth:`fresh_experiments`'
-        order (none when report.fresh_seeds is 0); ``fresh_figure`` goes in
-        the report."""
+    def _per_experiment(self, patterns):
+        """``{key: [pattern per experiment]}`` in :meth:`fresh_experiments`'
+        order; empty when report.fresh_seeds is 0."""
         names = self.fresh_experiments()
         return {key: [pattern.format(experiment=name) for name in names]
-                for key, pattern in FRESH_OUTPUTS.items()} if names else {}
+                for key, pattern in patterns.items()} if names else {}
+
+    def fresh_outputs(self):
+        """The fresh rule's outputs: each experiment's fresh runs and tables."""
+        return self._per_experiment(FRESH_OUTPUTS)
 
     def fresh_inputs(self):
-        """What the fresh rule reads: the fresh solve jobs' tables and MLflow
-        runs files, and each experiment's table and aggregate JSON (its parent run)."""
-        names = self.fresh_experiments()
+        """What the fresh rule reads: the fresh solve jobs' tables and each
+        experiment's table (its selection)."""
         return {"runs": self.fresh_paths(".parquet"),
+                "selection": [selection_table(name) for name in self.fresh_experiments()]}
+
+    def fresh_report_outputs(self):
+        """The fresh_report rule's outputs (``fresh_figure`` goes in the report)."""
+        return self._per_experiment(REPORT_OUTPUTS)
+
+    def fresh_report_inputs(self):
+        """What the fresh_report rule reads: the fresh rule's outputs, the fresh
+        solve jobs' MLflow runs files, and each experiment's table (its chosen
+        curves) and aggregate JSON (its parent run)."""
+        names = self.fresh_experiments()
+        return {**self.fresh_outputs(),
                 "mlflow_runs": self.fresh_paths(".mlflow.jsonl.gz"),
                 "selection": [selection_table(name) for name in names],
                 "mlflow": [f"results/mlflow/{name}.json" for name in names]}

@@ -1,4 +1,5 @@
-"""``dpcd aggregate`` and ``dpcd fresh``: the rules of ``aggregate.smk``."""
+"""``dpcd aggregate``, ``dpcd fresh`` and ``dpcd fresh-report``: the rules of
+``aggregate.smk``."""
 
 import json
 from pathlib import Path
@@ -43,30 +44,26 @@ def cmd_aggregate(args):
     write_json(args.mlflow, {**info, "ingest": ingest})
 
 
+def _per_experiment(args, names):
+    """Check that each of ``names`` (options of ``args``) gives one path per
+    experiment of ``--experiments``."""
+    if any(len(getattr(args, name)) != len(args.experiments) for name in names):
+        options = ", ".join("--" + name.replace("_", "-") for name in names)
+        raise ValueError(f"{options} take one path per experiment of --experiments")
+
+
 def cmd_fresh(args):
     """For every experiment with fresh seeds: the fresh solve jobs' re-runs
-    beside the selection (the selected-on and fresh numbers side by side, the
-    fresh curves); their MLflow runs ingested into the experiment's parent run
-    (written by its aggregate job), with the tables and figure as its artifacts
-    under ``fresh/``. One process for all: the imports cost more than the work."""
+    gathered, and beside the selection (the selected-on and fresh numbers side
+    by side). One process for all: the imports cost more than the work."""
     import pandas as pd
 
-    from dpcd.report import plot_rel_error
-    from dpcd.report.fresh import chosen_curves, fresh_markdown, fresh_metrics, fresh_table
+    from dpcd.report.fresh import fresh_markdown, fresh_table
     from dpcd.report.tables import read_table
-    from dpcd.tracking import log_experiment_artifacts
-    from dpcd.tracking.ingest import ingest_runs_files
-    from dpcd.tracking.runs_file import read_mlflow_runs
 
     spec = json.loads(args.spec)
-    lists = ("selection", "mlflow_info", "mlflow", "out", "csv", "md", "figure")
-    if any(len(getattr(args, name)) != len(args.experiments) for name in lists):
-        raise ValueError("--selection, --mlflow-info, --mlflow, --out, --csv, --md and "
-                         "--figure take one path per experiment of --experiments")
+    _per_experiment(args, ("selection", "out", "csv", "md"))
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
-    files = {}  # each runs file's experiment, from the job its header names
-    for path in args.mlflow_runs:
-        files.setdefault(read_mlflow_runs(path)[0].split("/")[0], []).append(path)
     for k, name in enumerate(args.experiments):
         # the selection table as every later reader sees it (read_table's dtypes)
         selected = read_table(args.selection[k])
@@ -78,14 +75,39 @@ def cmd_fresh(args):
         atomic_write(args.csv[k], lambda tmp: table.to_csv(tmp, index=False))
         text = fresh_markdown(table, name, spec["fresh_seeds"])
         atomic_write(args.md[k], lambda tmp: Path(tmp).write_text(text))
-        chosen = chosen_curves(selected, spec["select_by"][name])
+
+
+def cmd_fresh_report(args):
+    """For every experiment with fresh seeds: the fresh curves; the fresh solve
+    jobs' MLflow runs ingested into the experiment's parent run (written by its
+    aggregate job), with the fresh tables and curves as its artifacts under
+    ``fresh/``. Apart from ``dpcd fresh`` so that the summary, which reads only
+    the tables, need not wait for its MLflow and seaborn."""
+    import pandas as pd
+
+    from dpcd.report import plot_rel_error
+    from dpcd.report.fresh import chosen_curves, fresh_metrics
+    from dpcd.report.tables import read_table
+    from dpcd.tracking import log_experiment_artifacts
+    from dpcd.tracking.ingest import ingest_runs_files
+    from dpcd.tracking.runs_file import read_mlflow_runs
+
+    spec = json.loads(args.spec)
+    _per_experiment(args, ("runs", "csv", "md", "selection", "mlflow_info", "mlflow", "figure"))
+    files = {}  # each runs file's experiment, from the job its header names
+    for path in args.mlflow_runs:
+        files.setdefault(read_mlflow_runs(path)[0].split("/")[0], []).append(path)
+    for k, name in enumerate(args.experiments):
+        runs = pd.read_parquet(args.runs[k])
+        chosen = chosen_curves(read_table(args.selection[k]), spec["select_by"][name])
         atomic_write(args.figure[k], lambda tmp: plot_rel_error(
-            mine, tmp, title=f"{name} (fresh seeds)", chosen=chosen))
+            runs, tmp, title=f"{name} (fresh seeds)", chosen=chosen))
         info = {key: v for key, v in read_json(args.mlflow_info[k]).items() if key != "ingest"}
         ingest = ingest_runs_files(info, files.get(name, []))
         log_experiment_artifacts(info, [args.csv[k], args.md[k], args.figure[k]],
                                  tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
-                                 metrics=fresh_metrics(table), artifact_path="fresh")
+                                 metrics=fresh_metrics(read_table(args.csv[k])),
+                                 artifact_path="fresh")
         write_json(args.mlflow[k], {**info, "ingest": ingest})
 
 
@@ -110,20 +132,33 @@ def register(subparsers):
 
     p = add_command(subparsers, "fresh", cmd_fresh,
                     "the selected configurations' runs on fresh seeds beside the "
-                    "selection, for every experiment: tables, figures, MLflow")
+                    "selection, for every experiment: tables")
     p.add_argument("--spec", required=True,
                    help="JSON: fresh_seeds, select_by (experiment -> selection rule)")
     p.add_argument("--experiments", nargs="+", required=True)
     p.add_argument("--runs", nargs="+", required=True, help="the fresh solve jobs' tables")
+    # one path per experiment, in --experiments' order
+    p.add_argument("--selection", nargs="+", required=True, help="each experiment's table")
+    p.add_argument("--out", nargs="+", required=True, help="tidy tables of the fresh runs")
+    p.add_argument("--csv", nargs="+", required=True)
+    p.add_argument("--md", nargs="+", required=True)
+
+    p = add_command(subparsers, "fresh-report", cmd_fresh_report,
+                    "the fresh runs' curves, for every experiment; their runs, "
+                    "tables and curves logged to MLflow")
+    p.add_argument("--spec", required=True,
+                   help="JSON: fresh_seeds, select_by (experiment -> selection rule)")
+    p.add_argument("--experiments", nargs="+", required=True)
     p.add_argument("--mlflow-runs", nargs="+", required=True,
                    help="the fresh solve jobs' MLflow runs files")
     # one path per experiment, in --experiments' order
+    p.add_argument("--runs", nargs="+", required=True,
+                   help="each experiment's fresh runs (dpcd fresh --out)")
+    p.add_argument("--csv", nargs="+", required=True, help="each experiment's fresh table")
+    p.add_argument("--md", nargs="+", required=True)
     p.add_argument("--selection", nargs="+", required=True, help="each experiment's table")
     p.add_argument("--mlflow-info", nargs="+", required=True,
                    help="each aggregate job's JSON: its MLflow experiment and parent run")
     p.add_argument("--mlflow", nargs="+", required=True,
                    help="JSON out: the parent run and ingestion")
-    p.add_argument("--out", nargs="+", required=True, help="tidy tables of the fresh runs")
-    p.add_argument("--csv", nargs="+", required=True)
-    p.add_argument("--md", nargs="+", required=True)
     p.add_argument("--figure", nargs="+", required=True)
