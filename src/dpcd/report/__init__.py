@@ -4,7 +4,7 @@ The figures' names load seaborn and matplotlib (about 2 s a job) on first use,
 so a job that writes tables only (``dpcd fresh``) never does.
 """
 
-import importlib
+from dpcd.lazy import lazy_names
 
 _LAZY = {
     "best_configurations": "dpcd.report.tables",
@@ -16,9 +16,4 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -130,35 +130,35 @@ def register(subparsers):
     p.add_argument("--figure-solution", required=True, help="histogram of |w*| (DP-GCD Figure 2)")
     p.add_argument("--figure-time", required=True)
 
-    p = add_command(subparsers, "fresh", cmd_fresh,
-                    "the selected configurations' runs on fresh seeds beside the "
-                    "selection, for every experiment: tables")
-    p.add_argument("--spec", required=True,
-                   help="JSON: fresh_seeds, select_by (experiment -> selection rule)")
-    p.add_argument("--experiments", nargs="+", required=True)
-    p.add_argument("--runs", nargs="+", required=True, help="the fresh solve jobs' tables")
-    # one path per experiment, in --experiments' order
-    p.add_argument("--selection", nargs="+", required=True, help="each experiment's table")
-    p.add_argument("--out", nargs="+", required=True, help="tidy tables of the fresh runs")
-    p.add_argument("--csv", nargs="+", required=True)
-    p.add_argument("--md", nargs="+", required=True)
+    each = "one path per experiment of --experiments, in its order"
+    _fresh_command(subparsers, "fresh", cmd_fresh,
+                   "the selected configurations' runs on fresh seeds beside the "
+                   "selection, for every experiment: tables", {
+                       "--runs": "the fresh solve jobs' tables",
+                       "--selection": f"each experiment's table: {each}",
+                       "--out": f"the fresh runs' tidy tables: {each}",
+                       "--csv": f"the fresh tables: {each}",
+                       "--md": f"the fresh tables in markdown: {each}"})
+    _fresh_command(subparsers, "fresh-report", cmd_fresh_report,
+                   "the fresh runs' curves, for every experiment; their runs, "
+                   "tables and curves logged to MLflow", {
+                       "--mlflow-runs": "the fresh solve jobs' MLflow runs files",
+                       "--runs": f"the fresh runs (dpcd fresh --out): {each}",
+                       "--csv": f"the fresh tables: {each}",
+                       "--md": f"the fresh tables in markdown: {each}",
+                       "--selection": f"each experiment's table: {each}",
+                       "--mlflow-info": f"each aggregate job's JSON (its parent run): {each}",
+                       "--mlflow": f"JSON out, the parent run and ingestion: {each}",
+                       "--figure": f"the fresh curves: {each}"})
 
-    p = add_command(subparsers, "fresh-report", cmd_fresh_report,
-                    "the fresh runs' curves, for every experiment; their runs, "
-                    "tables and curves logged to MLflow")
+
+def _fresh_command(subparsers, name, func, help, paths):
+    """A command over every experiment with fresh seeds: ``--spec``,
+    ``--experiments``, and the options ``paths`` ({option: help}) of one or
+    more paths each."""
+    p = add_command(subparsers, name, func, help)
     p.add_argument("--spec", required=True,
                    help="JSON: fresh_seeds, select_by (experiment -> selection rule)")
     p.add_argument("--experiments", nargs="+", required=True)
-    p.add_argument("--mlflow-runs", nargs="+", required=True,
-                   help="the fresh solve jobs' MLflow runs files")
-    # one path per experiment, in --experiments' order
-    p.add_argument("--runs", nargs="+", required=True,
-                   help="each experiment's fresh runs (dpcd fresh --out)")
-    p.add_argument("--csv", nargs="+", required=True, help="each experiment's fresh table")
-    p.add_argument("--md", nargs="+", required=True)
-    p.add_argument("--selection", nargs="+", required=True, help="each experiment's table")
-    p.add_argument("--mlflow-info", nargs="+", required=True,
-                   help="each aggregate job's JSON: its MLflow experiment and parent run")
-    p.add_argument("--mlflow", nargs="+", required=True,
-                   help="JSON out: the parent run and ingestion")
-    p.add_argument("--figure", nargs="+", required=True)
+    for option, text in paths.items():
+        p.add_argument(option, nargs="+", required=True, help=text)

@@ -9,7 +9,7 @@ job), so the names below load it on first use: a solve job, which writes
 runs files only, never does.
 """
 
-import importlib
+from dpcd.lazy import lazy_names
 
 _LAZY = {
     "ingested_jobs": "dpcd.tracking.mlflow_log",
@@ -22,9 +22,4 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -1,0 +1,16 @@
+"""Names of a package that load their module on first use (PEP 562), so that
+a job importing the package for one light name never pays for a heavy one."""
+
+import importlib
+
+
+def lazy_names(package, names):
+    """The ``__getattr__`` of ``package``: ``names`` maps each name to the
+    module that defines it, imported when the name is first read."""
+
+    def __getattr__(name):
+        if name in names:
+            return getattr(importlib.import_module(names[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
