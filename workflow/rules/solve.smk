@@ -4,7 +4,7 @@
 # workdirs) and "screen/", "refine/" or "confirm/" for search: staged, whose
 # select rule keeps the best few after the screen (and after the refine, with
 # search_stride > 1) for the next stage; "fresh/" re-runs on new seeds what the
-# aggregation's table selected (report.fresh_seeds; the fresh rule ingests them).
+# aggregation's table selected (report.fresh_seeds; the fresh_report rule ingests them).
 
 
 # The kernels compile once, one job at a time, before the jobs that run them:

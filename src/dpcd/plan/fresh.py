@@ -109,7 +109,7 @@ class FreshStage:
         return sorted(self.freshes)
 
     def fresh_spec(self):
-        """What the fresh rule reads: the number of fresh seeds (its tables'
+        """What the fresh rules read: the number of fresh seeds (their tables'
         header) and each experiment's selection rule (its figure's curves)."""
         return {"fresh_seeds": self.fresh_seeds,
                 "select_by": {name: self.experiment(name)["select_by"]
