@@ -131,9 +131,11 @@ def small_config():
 
 def test_priorities():
     p = make(small_config())
-    # n x p x (passes summed over the three solvers)
-    assert p.priority("sparse_lasso") == pytest.approx(math.log10(500 * 100 * 3 * 17))
-    assert p.priority("big") == pytest.approx(math.log10(5000 * 100 * 3 * 17))
+    # log10 of the estimated ns of the experiment's solve jobs (its fresh re-runs included)
+    for name in p.experiments:
+        assert p.priority(name) == pytest.approx(math.log10(p.work_hours(name) * 3.6e12))
+    # ten times the rows, ten times the work
+    assert p.priority("big") - p.priority("sparse_lasso") == pytest.approx(1.0)
     assert max(p.priority(n) for n in p.experiments) < plan.WARMUP_PRIORITY
     # a variant's own passes count
     config = small_config()
@@ -143,6 +145,18 @@ def test_priorities():
     config["datasets"]["big"] = {"source": "california"}
     shape = registry()["california"]["expected"]
     assert make(config).dataset_size("big") == shape["n_samples"] * shape["n_features"]
+
+
+def test_longest_chain_first():
+    """The experiment with the most estimated work starts first: dorothea's
+    800 rows hold 727 760 non-zeros, the most work of the DP-GCD configs
+    (it started last when priorities counted n x p from the registry's
+    expected shape, which gives no n_features for it)."""
+    for path in ("config/paper/dpgcd_aistats23.yaml", "config/paper/dpgcd_aistats23_quick.yaml"):
+        p = make(load(path))
+        work = {name: p.work_hours(name) for name in p.experiments}
+        assert max(p.experiments, key=p.priority) == max(work, key=work.get) == "dorothea"
+        assert sorted(p.experiments, key=p.priority) == sorted(p.experiments, key=work.get)
 
 
 def test_lambda_expansion():

@@ -27,7 +27,7 @@ UNMEASURED_NS = {"dense": 9.4, "sparse": 176}
 
 class Costs:
     """The cost methods of :class:`dpcd.plan.Plan` (which gives ``config``,
-    ``registry``, ``solver_facts``, ``freshes``, :meth:`experiment`,
+    ``registry``, ``solver_facts``, ``freshes``, ``_priorities``, :meth:`experiment`,
     :meth:`owner`, :meth:`jobs` and :meth:`fresh_jobs`)."""
 
     def dataset_size(self, name):
@@ -42,12 +42,22 @@ class Costs:
         return shape.get("n_samples", 1) * shape.get("n_features", 1)
 
     def priority(self, experiment):
-        """log10 of the sweep's size (n x p x passes summed over its solvers):
+        """log10 of the experiment's estimated solve work in ns (:meth:`work_hours`):
         on few cores the longest chains start first and the short ones fill
-        the end instead of the long ones running alone after the rest."""
-        exp = self.experiment(experiment)
-        passes = sum(sum(solver_entry(exp, name)[2]) for name in sorted(exp["solvers"]))
-        return math.log10(self.dataset_size(exp["dataset"]) * max(passes, 1))
+        the end instead of the long ones running alone after the rest. Below
+        the warm-up's priority (it gates every solve job)."""
+        if experiment not in self._priorities:  # Snakemake asks once per job
+            self._priorities[experiment] = math.log10(
+                max(self.work_hours(experiment) * 3.6e12, 1.0))
+        return self._priorities[experiment]
+
+    def work_hours(self, experiment):
+        """Estimated core-hours of an experiment's solve jobs: every stage's,
+        and its fresh-seed re-runs'."""
+        solvers = sorted(self.experiment(experiment)["solvers"])
+        return (sum(self.cost(experiment, solver, stage).sweep
+                    for stage in self.stages(experiment) for solver in solvers)
+                + self.fresh_hours(experiment))
 
     def dataset_entries(self, name):
         """(entries one pass reads, sparse?): the registry's ``nnz`` when it

@@ -62,6 +62,7 @@ class Plan(Costs, FreshStage):
         # the fresh stage of every experiment whose search re-runs its selection
         self.freshes = {name: Fresh(self, name) for name, search in self.searches.items()
                         if search.fresh and self.fresh_seeds}
+        self._priorities = {}  # per experiment (Costs.priority)
 
     # -- experiments -------------------------------------------------------
     def experiment(self, name):
