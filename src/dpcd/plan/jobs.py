@@ -32,7 +32,7 @@ class Plan(Costs, FreshStage):
         experiments are replaced by their ``alpha_grid`` expansion.
     registry : dict, optional
         ``dpcd.data.registry.registry()``, when importable: checks dataset
-        sources and gives dataset shapes for priorities.
+        sources and gives dataset shapes for the cost model (chunks, priorities).
     check_solvers : callable, optional
         ``check_solvers(config)``, when dpcd is importable: every solver entry
         checked against its algorithm's spec (``dpcd.algorithms.check_solvers``:
