@@ -152,22 +152,38 @@ def _sorted(runs):
 
 
 def test_the_fresh_stage_in_chunks_runs_what_one_process_runs(tmp_path):
-    """The fresh solve jobs (chunks of cells, the selection read from the
-    table's CSV) together give run_fresh's rows and records, each cell once."""
+    """The fresh jobs (chunks of the cells of all the experiment's solvers,
+    round-robin, the selection read from the table's CSV) together give
+    run_fresh's rows and records for each solver, each cell once."""
     problem = _problem(np.random.default_rng(1))
-    runs, _ = run_chunk(SPEC, 0, problem, 0.01)
-    cells = runs.groupby(["epsilon", "passes"])["config_id"].first().reset_index()
-    table = cells.assign(solver="dp_cd")[["solver", "config_id", "epsilon", "passes"]]
+    sgd = {**SPEC, "solver": "sgd", "grid": {"step": [0.01, 0.1], "batch_size": [1, 4]}}
+    tables, whole = [], {}
+    for spec in (SPEC, sgd):
+        runs, _ = run_chunk(spec, 0, problem, 0.01)
+        cells = runs.groupby(["epsilon", "passes"])["config_id"].first().reset_index()
+        table = cells.assign(solver=spec["solver"])[["solver", "config_id", "epsilon", "passes"]]
+        tables.append(table)
+        whole[spec["solver"]] = run_fresh({**spec, "fresh_seeds": 2}, table, problem, 0.01)[:2]
     path = tmp_path / "table.csv"
-    table.to_csv(path, index=False)
-    whole, records, _ = run_fresh({**SPEC, "fresh_seeds": 2}, table, problem, 0.01)
-    spec = {**SPEC, "seeds": 2, "seed_set": "fresh", "selection": str(path), "chunks": 3}
+    pd.concat(tables).to_csv(path, index=False)
+    fresh = {"seeds": 2, "seed_set": "fresh"}
+    spec = {"experiment": "e", "selection": str(path), "chunks": 3,
+            "solvers": [{**SPEC, **fresh}, {**sgd, **fresh}]}
     parts = [run_fresh_chunk(spec, k, problem, 0.01) for k in range(3)]
-    assert [len(part[1]) for part in parts] == [2, 1, 1]  # 4 cells, round-robin
-    chunked = pd.concat([part[0] for part in parts], ignore_index=True)
-    pd.testing.assert_frame_equal(_sorted(chunked), _sorted(whole))
-    assert sorted(r.config_id for part in parts for r in part[1]) == sorted(
-        r.config_id for r in records)
+    # 4 cells of dp_cd then 4 of sgd, round-robin: 3, 3 and 2 per job
+    assert [sum(len(records) for _, _, records in part) for part in parts] == [3, 3, 2]
+    assert [[each["solver"] for each, _, _ in part] for part in parts] == [["dp_cd", "sgd"]] * 3
+    for solver, (runs, records) in whole.items():
+        mine = [(runs, records) for part in parts for each, runs, records in part
+                if each["solver"] == solver]
+        chunked = pd.concat([runs for runs, _ in mine], ignore_index=True)
+        pd.testing.assert_frame_equal(_sorted(chunked), _sorted(runs))
+        assert sorted(r.config_id for _, part in mine for r in part) == sorted(
+            r.config_id for r in records)
+    # a chunk without cells: one empty table with the runs' columns
+    spec["chunks"] = 9
+    (each, empty, records), = run_fresh_chunk(spec, 8, problem, 0.01)
+    assert empty.empty and records == [] and set(empty.columns) >= set(whole["dp_cd"][0].columns)
 
 
 def test_a_non_private_solver_runs_once_for_every_epsilon():

@@ -190,17 +190,18 @@ def specs(p):
         out["aggregate", name, None] = plan.render(p.aggregate_spec(name))
         for solver in p.experiment(name)["solvers"]:
             out["solve", name, solver] = plan.render(p.solve_spec(name, solver))
-            out["fresh_solve", name, solver] = plan.render(p.solve_spec(name, solver, "fresh"))
+    for name in p.fresh_experiments():
+        out["fresh_solve", name, None] = plan.render(p.fresh_solve_spec(name))
     return out
 
 
 def changed(config, edit):
+    """The specs an edit changes, adds or removes."""
     before = specs(make(config))
     config = copy.deepcopy(config)
     edit(config)
     after = specs(make(config))
-    assert before.keys() == after.keys()
-    return {key for key in before if before[key] != after[key]}
+    return {key for key in before.keys() | after.keys() if before.get(key) != after.get(key)}
 
 
 def test_an_edit_changes_only_the_expected_specs():
@@ -209,7 +210,7 @@ def test_an_edit_changes_only_the_expected_specs():
     def grid(c):
         c["experiments"]["big"]["solvers"]["dp_cd"]["step"] = [0.5]
 
-    assert changed(config, grid) == {("solve", "big", "dp_cd"), ("fresh_solve", "big", "dp_cd")}
+    assert changed(config, grid) == {("solve", "big", "dp_cd"), ("fresh_solve", "big", None)}
 
     def seeds(c):
         c["experiments"]["big"]["seeds"] = 4
@@ -221,7 +222,7 @@ def test_an_edit_changes_only_the_expected_specs():
         c["report"]["fresh_seeds"] = 3
 
     assert changed(config, fresh) == {("fresh", None, None)} | {
-        ("fresh_solve", n, s) for n in ("big", "sparse_lasso") for s in ("cd", "dp_cd", "dp_sgd")}
+        ("fresh_solve", n, None) for n in ("big", "sparse_lasso")}
 
     def select(c):
         c["experiments"]["sparse_lasso"]["select_by"] = "validation"
@@ -231,7 +232,7 @@ def test_an_edit_changes_only_the_expected_specs():
     def chunks(c):
         c["experiments"]["big"]["chunks"] = 3
 
-    # not the fresh stage's: its re-runs here are under a second of work, one job per solver
+    # not the fresh stage's: its re-runs here are under a second of work, one job
     assert changed(config, chunks) == {("solve", "big", s) for s in ("cd", "dp_cd", "dp_sgd")}
 
 
@@ -699,23 +700,26 @@ def test_the_sweep_reads_the_lattice_leaf_only():
 
 
 def test_the_fresh_stage_is_chunked_solve_jobs_after_the_aggregation():
-    """report.fresh_seeds plans a solve stage "fresh" per solver: min(chunks,
-    cells) jobs reading the experiment's table, on fresh_seeds seeds, apart
-    from the search's stages (whose runs the aggregation reads: no cycle);
-    none without fresh seeds or under search: private."""
+    """report.fresh_seeds plans a solve stage "fresh" per experiment: jobs that
+    cut the cells of all its solvers together, reading the experiment's table,
+    on fresh_seeds seeds, apart from the search's stages (whose runs the
+    aggregation reads: no cycle); none without fresh seeds or under search: private."""
     config = load("config/paper/dpscd_aaai21.yaml")
     config["report"]["fresh_seeds"] = 5
     p = make(config)
-    name = "yearpredictionmsd_ridge"  # 4 epsilons x 1 passes: 4 cells, chunks 8
-    jobs = p.fresh_jobs(name)
-    assert {job.stage for job in jobs} == {"fresh"}
-    assert len(jobs) == 4 * len(p.experiment(name)["solvers"])
-    spec = p.solve_spec(name, "dp_scd", "fresh")
-    assert spec["seeds"] == 5 and spec["seed_set"] == "fresh" and spec["chunks"] == 4
+    name = "yearpredictionmsd_ridge"  # 4 epsilons x 1 passes: 4 cells per solver, chunks 8
+    solvers = sorted(p.experiment(name)["solvers"])
+    assert p.fresh_jobs(name) == [plan.FreshJob(name, k) for k in range(8)]
+    spec = p.fresh_solve_spec(name)
+    assert spec["chunks"] == 8 and spec["seed_set"] == "fresh"
     assert spec["selection"] == p.selection_input(name, "fresh") == f"results/tables/{name}.csv"
-    assert "stage" not in spec  # the fresh MLflow runs carry no search_stage
+    assert spec["problem"] == p.experiment(name)["problem"]
+    assert [s["solver"] for s in spec["solvers"]] == solvers
+    for each in spec["solvers"]:
+        assert each["seeds"] == 5 and each["seed_set"] == "fresh" and "chunks" not in each
+        assert "stage" not in each  # the fresh MLflow runs carry no search_stage
     paths = p.fresh_paths(".parquet", name)
-    assert paths[0] == f"results/runs/{name}/dp_scd/fresh/chunk0.parquet"
+    assert paths[0] == f"results/fresh/{name}/chunk0.parquet"
     assert not set(paths) & set(p.job_paths(".parquet", [name]))
     assert p.fresh_tables([name]) == [f"results/tables/fresh/{name}.csv"]
     # one fresh rule and one fresh_report rule for every experiment, their
@@ -743,33 +747,37 @@ def test_the_fresh_stage_is_chunked_solve_jobs_after_the_aggregation():
 def test_a_fresh_job_carries_at_least_its_least_work():
     """The fresh stage merges its chunks until each job's estimate reaches
     least_job_hours (a job's start-up is seconds), never below one job per
-    solver; chunk_core_hours still bounds every job from above."""
+    experiment nor above its chunks or cells; chunk_core_hours still bounds
+    every job from above, cutting the cells of all its solvers round-robin."""
     config = load("config/paper/dpscd_aaai21.yaml")
     p = make(config)
     least = p.owner("adult_svm", "fresh").least_job_hours
     assert least > 0 and p.owner("adult_svm", "screen").least_job_hours == 0
     for name in p.fresh_experiments():
-        for solver in p.experiment(name)["solvers"]:
-            cost = p.cost(name, solver, "fresh")
-            assert cost.chunks == p.solve_spec(name, solver, "fresh")["chunks"]
-            assert cost.chunks <= p.experiment(name)["chunks"]
-            assert cost.chunks == 1 or cost.sweep / cost.chunks >= least
-            # merged only where a chunk more would fall below the least work
-            merged = cost.chunks < min(p.experiment(name)["chunks"], 4)  # 4 cells
-            assert not merged or cost.sweep / (cost.chunks + 1) < least
-    # Adult's re-runs are seconds: one job per solver; the stand-in's are minutes
-    assert len(p.fresh_jobs("adult_svm")) == len(p.experiment("adult_svm")["solvers"])
+        exp, chunks, work = p.experiment(name), p.fresh_chunks(name), p.fresh_hours(name)
+        cells = 4 * len(exp["solvers"])  # 4 epsilons x 1 passes per solver
+        assert 1 <= chunks <= min(exp["chunks"], cells)
+        assert chunks == 1 or work / chunks >= least
+        # merged only where a chunk more would fall below the least work
+        merged = chunks < min(exp["chunks"], cells)
+        assert not merged or work / (chunks + 1) < least
+    # Adult's re-runs are seconds: one job; the stand-in's are minutes: its chunks
+    assert len(p.fresh_jobs("adult_svm")) == 1
     msd = "yearpredictionmsd_ridge"
-    assert len(p.fresh_jobs(msd)) == 4 * len(p.experiment(msd)["solvers"])
+    assert len(p.fresh_jobs(msd)) == p.experiment(msd)["chunks"] == 8
     # the search's stages keep the configured chunks, however small their jobs
     small = make(small_config())
     assert small.chunks("sparse_lasso", "dp_cd") == small.experiment("sparse_lasso")["chunks"] == 2
-    assert small.chunks("sparse_lasso", "dp_cd", "fresh") == 1
+    fresh = small_config()
+    fresh["report"]["fresh_seeds"] = 3
+    assert make(fresh).fresh_chunks("sparse_lasso") == 1
+    # chunk_core_hours: no job's cells (round-robin over the solvers) above it
     config["chunk_core_hours"] = least / 10
     bounded = make(config)
-    for solver in bounded.experiment("adult_svm")["solvers"]:
-        cost = bounded.cost("adult_svm", solver, "fresh")
-        assert cost.job <= least / 10 or cost.chunks == 4
+    for name in bounded.fresh_experiments():
+        hours, chunks = bounded._fresh_cells_hours(name), bounded.fresh_chunks(name)
+        assert chunks == len(hours) or max(
+            sum(hours[k::chunks]) for k in range(chunks)) <= least / 10
 
 
 def test_a_non_private_solver_is_planned_at_one_epsilon():

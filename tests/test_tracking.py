@@ -269,10 +269,39 @@ def test_an_ingestion_killed_midway_leaves_all_or_nothing_and_its_rerun_one_copy
     rerun = subprocess.run([sys.executable, "-c", _INGEST, str(path)], env=env,
                            capture_output=True, text=True, check=True)
     # the rerun skips the file only when the killed run had tagged it
-    done = {"jobs": 0, "runs": 0, "skipped_jobs": 1} if tagged else \
-        {"jobs": 1, "runs": 2000, "skipped_jobs": 0}
+    done = {"jobs": 0, "runs": 0, "skipped_jobs": 1, "removed_jobs": 0} if tagged else \
+        {"jobs": 1, "runs": 2000, "skipped_jobs": 0, "removed_jobs": 0}
     assert rerun.stdout.splitlines()[-1] == str(done)
     runs = job_runs()
     assert len(runs) == 2000 and all(r.info.status == "FINISHED" for r in runs)
     assert len({r.info.run_name for r in runs}) == 2000
     assert ingested_jobs(info)["demo/dp_cd/chunk0"] == sha
+
+
+def test_an_ingestion_replaces_the_jobs_of_its_stage_that_are_gone(store, tmp_path):
+    """A stage whose jobs were cut otherwise (the fresh stage's per-solver jobs
+    of earlier versions, now one job across the solvers): its ingestion
+    removes the runs and tags of the jobs ``replaces`` selects that none of
+    its files names, and leaves every other job's alone."""
+    from dpcd.tracking.ingest import ingest_runs_files
+    from dpcd.tracking.runs_file import is_fresh_job, job_name
+
+    info = setup_experiment("dpcd/demo")
+    old = {job: tmp_path / f"{k}.mlflow.jsonl.gz" for k, job in enumerate(
+        ["demo/dp_cd/chunk0", "demo/dp_cd/fresh/chunk0", "demo/sgd/fresh/chunk0"])}
+    for job, path in old.items():
+        write_mlflow_runs(path, job, [_run(f"{job}-a", 1.0), _run(f"{job}-b", 2.0)])
+    assert ingest_runs_files(info, old.values())["jobs"] == 3
+    new = tmp_path / "packed.mlflow.jsonl.gz"
+    packed = job_name("demo", 0, stage="fresh")
+    assert packed == "demo/fresh/chunk0" and is_fresh_job(packed)
+    assert not is_fresh_job(job_name("demo", 0, "dp_cd", "screen"))
+    write_mlflow_runs(new, packed, [_run("p", 1.0)])
+    ingest = ingest_runs_files(info, [new], replaces=is_fresh_job)
+    assert ingest == {"jobs": 1, "runs": 1, "skipped_jobs": 0, "removed_jobs": 2}
+    assert set(ingested_jobs(info)) == {"demo/dp_cd/chunk0", packed}
+    jobs = [r.data.tags.get("dpcd.job") for r in store.search_runs([info["experiment_id"]])]
+    assert sorted(filter(None, jobs)) == ["demo/dp_cd/chunk0"] * 2 + [packed]
+    # again: the packed job is skipped (already in), and nothing else is removed
+    assert ingest_runs_files(info, [new], replaces=is_fresh_job) == {
+        "jobs": 0, "runs": 0, "skipped_jobs": 1, "removed_jobs": 0}

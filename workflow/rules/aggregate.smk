@@ -2,8 +2,8 @@
 # experiment, its solve jobs' runs ingested (the one writer of its child runs)
 # and the tables and figures as artifacts of its parent run. With
 # report.fresh_seeds > 0, the solve stage "fresh" then re-runs every selected
-# configuration on that many new seeds (a new private release each; solve.smk)
-# and the fresh rules put both numbers side by side.
+# configuration on that many new seeds (a new private release each) and the
+# fresh rules put both numbers side by side.
 
 
 rule aggregate:
@@ -57,7 +57,37 @@ rule aggregate:
         " 2> {log}"
 
 
-# Stage 5b (report.fresh_seeds > 0): every experiment's fresh solve jobs' runs
+# Stage 5b (report.fresh_seeds > 0): the solve stage "fresh". A job re-runs a
+# chunk of the cells its experiment's table selected, across all its solvers
+# (dpcd.plan.fresh: a cell's re-runs are often shorter than a job's start-up).
+rule fresh_solve:
+    input:
+        data=processed_path,
+        smoothness=smoothness_path,
+        reference="results/reference/{experiment}.json",
+        warmup="results/.numba_cache/warmup.done",
+        selection="results/tables/{experiment}.csv",
+    output:
+        runs="results/fresh/{experiment}/chunk{chunk}.parquet",
+        mlflow_runs="results/fresh/{experiment}/chunk{chunk}.mlflow.jsonl.gz",
+        timing="results/fresh/{experiment}/chunk{chunk}.timing.json",
+    log:
+        "results/logs/fresh_solve/{experiment}/chunk{chunk}.log",
+    benchmark:
+        "results/benchmarks/fresh_solve/{experiment}/chunk{chunk}.tsv"
+    priority: sweep_priority
+    conda:
+        "../../envs/dpcd.yaml"
+    params:
+        spec=lambda w: _json(PLAN.fresh_solve_spec(w.experiment)),
+    shell:
+        "dpcd solve --spec {params.spec:q} --chunk {wildcards.chunk}"
+        " --data {input.data} --smoothness {input.smoothness}"
+        " --reference {input.reference} --mlflow-runs {output.mlflow_runs}"
+        " --out {output.runs} --timing {output.timing} 2> {log}"
+
+
+# Every experiment's fresh solve jobs' runs
 # beside its selection; one job for all (each would pay a second of imports for
 # less work). Then, beside the jobs that read those tables, their curves, and
 # their MLflow runs ingested into each experiment's parent run with the tables

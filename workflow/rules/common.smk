@@ -51,7 +51,7 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
-    stage="(screen/|refine/|promote/|confirm/|fresh/)?",
+    stage="(screen/|refine/|promote/|confirm/)?",
     after="screen|refine|promote",
 
 

@@ -3,8 +3,8 @@
 # The {stage} of a solve job is empty for search: grid (the paths of finished
 # workdirs) and "screen/", "refine/" or "confirm/" for search: staged, whose
 # select rule keeps the best few after the screen (and after the refine, with
-# search_stride > 1) for the next stage; "fresh/" re-runs on new seeds what the
-# aggregation's table selected (report.fresh_seeds; the fresh_report rule ingests them).
+# search_stride > 1) for the next stage. The fresh-seed stage, after the
+# aggregation, has its own rule (fresh_solve, aggregate.smk).
 
 
 # The kernels compile once, one job at a time, before the jobs that run them:

@@ -150,6 +150,13 @@ class Costs:
             chunks=chunks,
         )
 
+    def _fresh_cells_hours(self, experiment):
+        """Core-hours of each cell of an experiment's fresh stage, in the
+        order its jobs cut them (solvers sorted, then the grid's order)."""
+        return [self._hours(experiment, solver, FRESH, [k])
+                for solver in sorted(self.experiment(experiment)["solvers"])
+                for k in self.config_passes(experiment, solver, FRESH)]
+
     def fresh_hours(self, experiment):
         """Core-hours of an experiment's fresh-seed re-runs (its fresh solve
         jobs): each solver's selected configuration per (epsilon, passes) on
@@ -157,8 +164,25 @@ class Costs:
         selection (``search: private``)."""
         if experiment not in self.freshes:
             return 0.0
-        return sum(self.cost(experiment, solver, FRESH).sweep
-                   for solver in self.experiment(experiment)["solvers"])
+        return sum(self._fresh_cells_hours(experiment))
+
+    def fresh_chunks(self, experiment):
+        """Jobs of an experiment's fresh stage, which cuts the cells of all
+        its solvers together (round-robin, as dpcd.sweep.fresh does): its
+        ``chunks``, never more than its cells, merged until each job's
+        estimate reaches the stage's ``least_job_hours``; with
+        ``chunk_core_hours`` set, enough that no job's estimate exceeds it."""
+        hours = self._fresh_cells_hours(experiment)
+        least = self.freshes[experiment].least_job_hours
+        chunks = max(1, min(self.experiment(experiment)["chunks"], len(hours),
+                            math.floor(sum(hours) / least)))
+        bound = self.config.get("chunk_core_hours")
+        while bound and chunks < len(hours):
+            largest = max(sum(hours[k::chunks]) for k in range(chunks))
+            if largest <= bound:
+                break
+            chunks = min(len(hours), max(chunks + 1, math.ceil(chunks * largest / bound)))
+        return chunks
 
     def cost_summary(self):
         """The estimate the workflow logs before any solver starts: core-hours
@@ -174,6 +198,7 @@ class Costs:
         bound = self.config.get("chunk_core_hours")
         sizing = f"chunk_core_hours: {bound}" if bound else "chunks as configured"
         fresh = sum(self.fresh_hours(name) for name in self.experiments)
+        n_fresh = len(self.fresh_jobs())
         measured = ("measured kernel costs per step (the algorithm specs' step_cost_ns"
                     if self.solver_facts is not None else
                     "the slowest measured kernel cost for every solver (dpcd not "
@@ -184,7 +209,7 @@ class Costs:
             f"{top.job:.3g} core-hours ({name}/{solver}, {stage}, "
             f"{top.chunks} chunks); from {measured}; the staged confirm as search_keep "
             f"per epsilon and passes, the refine at its most)"
-            + (f"; and {fresh:.3g} core-hours of fresh-seed re-runs in "
-               f"{len(self.fresh_jobs())} solve jobs (report.fresh_seeds: "
+            + (f"; and {fresh:.3g} core-hours of fresh-seed re-runs in {n_fresh} "
+               f"fresh_solve job{'' if n_fresh == 1 else 's'} (report.fresh_seeds: "
                f"{self.fresh_seeds})" if fresh else "")
         )

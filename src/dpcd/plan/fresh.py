@@ -1,24 +1,30 @@
 """Fresh-seed re-runs (``report.fresh_seeds``): a solve stage after the
 aggregation. Its jobs re-run each solver's selected configuration per
 (epsilon, passes) cell, read from the experiment's table, on new seeds (a new
-release each, :func:`dpcd.streams.fresh_seeds`). One ``fresh`` job then puts
+release each, :func:`dpcd.streams.fresh_seeds`). A job runs a chunk of the
+cells of all the experiment's solvers (the ``fresh_solve`` rule): a cell's
+re-runs are often tenths of a second, a job's start-up about two. One ``fresh`` job then puts
 both numbers side by side for every experiment (one job: each would pay a
 second of imports for less work), and one ``fresh_report`` job draws their
 curves and logs it all to MLflow, beside the jobs that read the tables (its
 seconds of MLflow and seaborn imports and drawing stay off their path).
-Chunked like any solve stage, so the re-runs run in parallel under
-``--cores`` and on a cluster, but never into jobs shorter than their start-up
-warrants (:attr:`Fresh.least_job_hours`).
+Chunked like one solver's sweep (the experiment's ``chunks``, or enough for
+``chunk_core_hours``), so the re-runs run in parallel under ``--cores`` and on
+a cluster, but never into jobs shorter than their start-up warrants
+(:attr:`Fresh.least_job_hours`).
 """
 
 from collections import namedtuple
 
-#: One solve job (:class:`dpcd.plan.Plan`'s jobs): ``stage`` is one of its
-#: experiment's search's stages, or the fresh stage.
+#: One solve job of a search stage (:meth:`dpcd.plan.Plan.jobs`).
 Job = namedtuple("Job", "experiment solver stage chunk")
+#: One job of the fresh stage: a chunk of the cells of all its experiment's solvers.
+FreshJob = namedtuple("FreshJob", "experiment chunk")
 
-#: The stage's name: its jobs write under ``results/runs/<experiment>/<solver>/fresh/``.
+#: The stage's name (its per-solver specs': the plan's costs and specs).
 STAGE = "fresh"
+#: Where a fresh job writes (its ``.parquet``, ``.mlflow.jsonl.gz`` and ``.timing.json``).
+JOB_PATH = "results/fresh/{experiment}/chunk{chunk}"
 
 
 #: The fresh rule's outputs per experiment: what the summary reads.
@@ -76,10 +82,9 @@ class Fresh:
         return self.plan.fresh_seeds
 
     def chunks(self, stage, n_configs):
-        """The experiment's ``chunks``, never more than its cells (a cell's
-        seeds share one job, as they share one seed set); the plan's cost
-        model merges them down to :attr:`least_job_hours`."""
-        return min(self.exp["chunks"], n_configs), True
+        """One per solver: the stage is chunked across the experiment's
+        solvers (:meth:`dpcd.plan.cost.Costs.fresh_chunks`)."""
+        return 1, False
 
     def spec(self, solver, stage):
         """The fresh seeds and the table: the rest of a fresh spec is the
@@ -88,16 +93,14 @@ class Fresh:
         return {"seeds": self.plan.fresh_seeds, "seed_set": STAGE,
                 "selection": selection_table(self.name)}
 
-    def folder(self, stage):
-        return f"{STAGE}/"
-
     def selection_input(self, stage):
         return selection_table(self.name)
 
 
 class FreshStage:
     """The fresh stage's methods of :class:`dpcd.plan.Plan` (which gives
-    ``config``, ``freshes``, :meth:`experiment`, :meth:`chunks` and :meth:`job_path`)."""
+    ``config``, ``freshes``, :meth:`experiment`, :meth:`solve_spec` and
+    :meth:`fresh_chunks`)."""
 
     @property
     def fresh_seeds(self):
@@ -116,17 +119,28 @@ class FreshStage:
                               for name in self.fresh_experiments()}}
 
     def fresh_jobs(self, experiment=None):
-        """The fresh stage's solve jobs (of one experiment or of all; none
-        when report.fresh_seeds is 0 or the search releases its own selection)."""
+        """The fresh stage's jobs (of one experiment or of all; none when
+        report.fresh_seeds is 0 or the search releases its own selection)."""
         names = self.experiments if experiment is None else [experiment]
-        return [Job(name, solver, STAGE, chunk)
-                for name in names if name in self.freshes
-                for solver in sorted(self.experiment(name)["solvers"])
-                for chunk in range(self.chunks(name, solver, STAGE))]
+        return [FreshJob(name, chunk) for name in names if name in self.freshes
+                for chunk in range(self.fresh_chunks(name))]
 
     def fresh_paths(self, suffix, experiment=None):
-        """The outputs ``suffix`` of the fresh solve jobs (of one experiment or of all)."""
-        return [self.job_path(job, suffix) for job in self.fresh_jobs(experiment)]
+        """The outputs ``suffix`` of the fresh jobs (of one experiment or of all)."""
+        return [JOB_PATH.format(**job._asdict()) + suffix for job in self.fresh_jobs(experiment)]
+
+    def fresh_solve_spec(self, experiment):
+        """The fresh_solve rule's params: every solver's fresh spec (its grid
+        spec with the fresh seeds and the table, :meth:`Fresh.spec`) and the
+        stage's chunks, which cut the cells of all of them together."""
+        solvers = []
+        for solver in sorted(self.experiment(experiment)["solvers"]):
+            spec = self.solve_spec(experiment, solver, STAGE)
+            del spec["chunks"]  # the stage's, below
+            solvers.append(spec)
+        return {"experiment": experiment, "problem": self.experiment(experiment)["problem"],
+                "seed_set": STAGE, "selection": selection_table(experiment),
+                "chunks": self.fresh_chunks(experiment), "solvers": solvers}
 
     def fresh_tables(self, names=None):
         """Experiments' fresh tables (all by default), none without fresh seeds."""

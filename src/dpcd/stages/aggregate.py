@@ -90,7 +90,7 @@ def cmd_fresh_report(args):
     from dpcd.report.tables import read_table
     from dpcd.tracking import log_experiment_artifacts
     from dpcd.tracking.ingest import ingest_runs_files
-    from dpcd.tracking.runs_file import read_mlflow_runs
+    from dpcd.tracking.runs_file import is_fresh_job, read_mlflow_runs
 
     spec = json.loads(args.spec)
     _per_experiment(args, ("runs", "csv", "md", "selection", "mlflow_info", "mlflow", "figure"))
@@ -103,7 +103,7 @@ def cmd_fresh_report(args):
         atomic_write(args.figure[k], lambda tmp: plot_rel_error(
             runs, tmp, title=f"{name} (fresh seeds)", chosen=chosen))
         info = {key: v for key, v in read_json(args.mlflow_info[k]).items() if key != "ingest"}
-        ingest = ingest_runs_files(info, files.get(name, []))
+        ingest = ingest_runs_files(info, files.get(name, []), replaces=is_fresh_job)
         log_experiment_artifacts(info, [args.csv[k], args.md[k], args.figure[k]],
                                  tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
                                  metrics=fresh_metrics(read_table(args.csv[k])),

@@ -20,7 +20,7 @@ def cmd_solve_private(args):
     from dpcd import algorithms
     from dpcd.sweep.problem import load_problem
     from dpcd.tracking.payload import private_search_runs
-    from dpcd.tracking.runs_file import write_mlflow_runs
+    from dpcd.tracking.runs_file import job_name, write_mlflow_runs
     from dpcd.tuning.workflow import run_private_chunk
 
     from dpcd.privacy import cache
@@ -43,7 +43,7 @@ def cmd_solve_private(args):
     candidates = len(records) - sum(role["role"] == "released" for _, role in records)
     log.info("selection seed %d: %d candidates, %d released", args.chunk, candidates,
              len(records) - candidates)
-    job = f"{spec['experiment']}/{spec['solver']}/private/chunk{args.chunk}"
+    job = job_name(spec["experiment"], args.chunk, spec["solver"], "private")
     start = time.perf_counter()
     write_mlflow_runs(args.mlflow_runs, job,
                       private_search_runs(records, {**spec, "chunk": args.chunk}, problem))

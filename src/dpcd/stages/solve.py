@@ -60,14 +60,17 @@ def cmd_reference(args):
 
 
 def cmd_solve(args):
-    """Run one chunk of one solver's sweep; write its table and its MLflow runs
-    (which the experiment's aggregate job ingests).
+    """Run one chunk of one solver's sweep, or of the fresh stage (the cells of
+    all an experiment's solvers: a spec with ``solvers``); write its table and
+    its MLflow runs (which the experiment's aggregate job ingests).
 
     Beside the table it writes the job's overhead ledger: how its wall time
     split between loading, calibration, JIT, the solver kernels, MLflow (the
     runs built and written) and the rest (tidy tables, ledgers, Python around
-    the runs).
+    the runs); a fresh job's, with each solver's configurations and kernels.
     """
+    import pandas as pd
+
     from dpcd import algorithms
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
@@ -75,44 +78,57 @@ def cmd_solve(args):
     from dpcd.sweep.grid import grid_size
     from dpcd.sweep.problem import load_problem
     from dpcd.tracking.payload import mlflow_runs
-    from dpcd.tracking.runs_file import write_mlflow_runs
+    from dpcd.tracking.runs_file import job_name, write_mlflow_runs
 
     wall = time.perf_counter()
     spec = json.loads(args.spec)
+    fresh = "solvers" in spec  # the fresh stage re-runs what the table selected
+    solvers = spec["solvers"] if fresh else [spec]
     problem = load_problem(args.data, spec["problem"], args.smoothness)
     reference = read_json(args.reference)
     private = read_json(args.private_smoothness) if args.private_smoothness else None
     split = {"loading": time.perf_counter() - wall}
-    # load (or compile) the solver's kernels now, so no run of the sweep pays for it
+    # load (or compile) the solvers' kernels now, so no run of the sweep pays for it
     start = time.perf_counter()
-    algorithms.warmup([spec.get("adapter", spec["solver"])])
+    algorithms.warmup(sorted({solver.get("adapter", solver["solver"]) for solver in solvers}))
     split["jit"] = time.perf_counter() - start
     calibration0 = cache.STATS["seconds"]
     start = time.perf_counter()
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
-    # the fresh stage re-runs what the aggregation's table selected, on new seeds
-    run = run_fresh_chunk if spec.get("seed_set") == "fresh" else run_chunk
-    table, records = run(spec, args.chunk, problem, reference["objective"], private,
-                         w_star=w_star)
+    if fresh:
+        parts = run_fresh_chunk(spec, args.chunk, problem, reference["objective"], w_star=w_star)
+    else:
+        parts = [(spec, *run_chunk(spec, args.chunk, problem, reference["objective"],
+                                   private, w_star=w_star))]
+    records = [record for _, _, part in parts for record in part]
     log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
     split["calibration"] = cache.STATS["seconds"] - calibration0
     split["kernels"] = float(sum(record.time.sum() for record in records))
-    stage = spec.get("stage", spec.get("seed_set"))  # staged search, fresh seeds
-    stage = f"{stage}/" if stage else ""
-    job = f"{spec['experiment']}/{spec['solver']}/{stage}chunk{args.chunk}"
+    stage = "fresh" if fresh else spec.get("stage")  # staged search, fresh seeds
+    job = job_name(spec["experiment"], args.chunk, None if fresh else spec["solver"], stage)
     start = time.perf_counter()
-    write_mlflow_runs(args.mlflow_runs, job, mlflow_runs(records, spec, problem))
+    write_mlflow_runs(args.mlflow_runs, job, [
+        run for solver, _, part in parts for run in mlflow_runs(part, solver, problem)])
     split["mlflow"] = time.perf_counter() - start
     log.info("wrote %d MLflow runs in %.1f s", len(records), split["mlflow"])
+    table = parts[0][1] if len(parts) == 1 else pd.concat(
+        [runs for _, runs, _ in parts], ignore_index=True)
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
     split["wall"] = time.perf_counter() - wall
     split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")
     log.info("overhead ledger: %s", {k: round(v, 3) for k, v in split.items()})
-    if args.timing:
-        write_json(args.timing, {"experiment": spec["experiment"], "solver": spec["solver"],
-                                 "chunk": args.chunk, "configurations": len(records),
-                                 "stage": stage[:-1] or "grid", "seeds": spec["seeds"],
-                                 "grid_configurations": grid_size(spec), "seconds": split})
+    if not args.timing:
+        return
+    if fresh:
+        ledger = {"solvers": {solver["solver"]: {
+            "configurations": len(part),
+            "kernels": float(sum(record.time.sum() for record in part))}
+            for solver, _, part in parts}}
+    else:
+        ledger = {"solver": spec["solver"], "grid_configurations": grid_size(spec)}
+    write_json(args.timing, {"experiment": spec["experiment"], "chunk": args.chunk,
+                             "configurations": len(records), "stage": stage or "grid",
+                             "seeds": solvers[0]["seeds"], **ledger, "seconds": split})
 
 
 def cmd_select(args):

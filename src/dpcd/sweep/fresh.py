@@ -8,8 +8,8 @@ was not selected on gives an unbiased one. The fresh seeds come from their own
 passes; :func:`dpcd.streams.fresh_seeds`), so the fresh runs of two cells
 are independent releases; the runs go through the same algorithm specs as the sweep
 (:func:`dpcd.sweep.runner.run_configurations`). The workflow runs them as the
-solve stage ``fresh`` (:func:`run_fresh_chunk`: a job per chunk of cells,
-after the aggregation whose table selected them).
+solve stage ``fresh`` (:func:`run_fresh_chunk`: a job per chunk of the cells of
+all an experiment's solvers, after the aggregation whose table selected them).
 
 Each fresh run is a new private release with its own ledger, which records
 ``hyperparameter_selection`` among its non-private inputs: its hyperparameters
@@ -112,30 +112,42 @@ def run_cells(spec, cells, problem, f_star, w_star=None):
     return runs, records
 
 
-def run_fresh_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None):
-    """One job of the fresh solve stage: chunk ``chunk`` of the cells the
-    selection table ``spec["selection"]`` chose, on fresh seeds.
+def run_fresh_chunk(spec, chunk, problem, f_star, w_star=None):
+    """One job of the fresh stage: chunk ``chunk`` of the cells that the
+    selection table ``spec["selection"]`` chose, across the experiment's
+    solvers, on fresh seeds.
 
     Parameters
     ----------
     spec : dict
-        The fresh stage's solve params (``seeds``: how many fresh seeds,
-        ``seed_set``: ``"fresh"``, ``selection``: the aggregation's table,
-        ``chunks``).
+        The fresh_solve rule's params: ``solvers`` (each solver's solve params
+        with ``seeds``: how many fresh seeds, ``seed_set``: ``"fresh"``),
+        ``selection`` (the aggregation's table) and ``chunks``, which cut the
+        cells of all the solvers together, round-robin.
     chunk : int
     problem, f_star, w_star
         As for :func:`dpcd.sweep.run.run_chunk`.
-    private_estimates : dict, optional
-        Unused: the selection runs' estimates; each fresh cell draws its own.
 
     Returns
     -------
-    runs, records
-        As for :func:`run_cells`.
+    list of (dict, pandas.DataFrame, list of ConfigRecord)
+        Per solver with cells in the chunk, in ``spec["solvers"]``' order:
+        its spec and :func:`run_cells`' runs and records (a chunk without
+        cells: the first solver's, without runs).
     """
     table = pd.read_csv(spec["selection"], dtype={"config_id": str})
-    cells = chunk_of(fresh_cells(spec, table), chunk, spec["chunks"])
-    return run_cells(spec, cells, problem, f_star, w_star)
+    cells = [(k, cell) for k, solver in enumerate(spec["solvers"])
+             for cell in fresh_cells(solver, table)]
+    mine = chunk_of(cells, chunk, spec["chunks"])
+    parts = []
+    for k, solver in enumerate(spec["solvers"]):
+        own = [cell for owner, cell in mine if owner == k]
+        if own:
+            parts.append((solver, *run_cells(solver, own, problem, f_star, w_star)))
+    if not parts:  # a chunk without cells: an empty table with the runs' columns
+        solver = spec["solvers"][0]
+        parts.append((solver, *run_cells(solver, [], problem, f_star, w_star)))
+    return parts
 
 
 def run_fresh(spec, table, problem, f_star, w_star=None):

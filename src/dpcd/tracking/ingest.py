@@ -10,28 +10,43 @@ import logging
 import time
 from pathlib import Path
 
-from dpcd.tracking.mlflow_log import ingested_jobs, log_configurations, setup_experiment
+from dpcd.tracking.mlflow_log import (forget_jobs, ingested_jobs, log_configurations,
+                                      setup_experiment)
 from dpcd.tracking.runs_file import read_mlflow_runs
 
 log = logging.getLogger("dpcd.tracking")
 
 
-def ingest_runs_files(info, paths):
+def ingest_runs_files(info, paths, replaces=None):
     """Log the solve jobs' runs files (:func:`dpcd.tracking.runs_file.write_mlflow_runs`)
-    to the experiment ``info``, skipping those already in the store; returns
-    ``{"jobs", "runs", "skipped_jobs"}``."""
+    to the experiment ``info``, skipping those already in the store.
+
+    ``replaces``: a predicate on job names; the jobs in the store it selects
+    that no file of ``paths`` names are removed (a stage whose jobs were cut
+    otherwise leaves none of its earlier runs beside the new ones).
+
+    Returns ``{"jobs", "runs", "skipped_jobs", "removed_jobs"}``.
+    """
     # a file's header names its job: an ingested hash is that job's same runs
-    done = set(ingested_jobs(info).values())
-    ingest = {"jobs": 0, "runs": 0, "skipped_jobs": 0}
+    ingested = ingested_jobs(info)
+    done = {sha: job for job, sha in ingested.items()}
+    ingest = {"jobs": 0, "runs": 0, "skipped_jobs": 0, "removed_jobs": 0}
+    named = set()
     for path in paths:
         sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
         if sha in done:  # a rerun of the aggregation only: not even read
+            named.add(done[sha])
             ingest["skipped_jobs"] += 1
             continue
         job, runs = read_mlflow_runs(path)
+        named.add(job)
         log_configurations(info, job, runs, result_sha=sha)
         ingest["jobs"] += 1
         ingest["runs"] += len(runs)
+    if replaces:
+        gone = sorted(job for job in ingested if replaces(job) and job not in named)
+        forget_jobs(info, gone)
+        ingest["removed_jobs"] = len(gone)
     return ingest
 
 

@@ -381,6 +381,16 @@ def ingested_jobs(info):
     return {k[len(INGESTED):]: v for k, v in tags.items() if k.startswith(INGESTED)}
 
 
+def forget_jobs(info, jobs):
+    """Remove the child runs of ``jobs`` and their ``dpcd.ingested.<job>``
+    tags (jobs the workflow no longer has)."""
+    client = _client(info["tracking_uri"])
+    for job in jobs:
+        with suppress(MlflowException):
+            client.delete_tag(info["parent_run_id"], INGESTED + job)
+        _delete_job_runs(client, info, job)
+
+
 def log_experiment_artifacts(info, paths, tags=None, metrics=None, artifact_path=None):
     """Attach the aggregation's tables and figures to the parent run (under
     ``artifact_path`` when given: the fresh-seed tables share their names)."""

@@ -21,6 +21,20 @@ def _plain(value):
     raise TypeError(f"not JSON serialisable: {value!r}")
 
 
+def job_name(experiment, chunk, solver=None, stage=None):
+    """A solve job's name (its runs file's header, its runs' ``dpcd.job`` tag):
+    ``<experiment>/<solver>/[<stage>/]chunk<k>``; the fresh stage's jobs,
+    across the experiment's solvers: ``<experiment>/fresh/chunk<k>``."""
+    return "/".join(filter(None, (experiment, solver, stage, f"chunk{chunk}")))
+
+
+def is_fresh_job(job):
+    """Whether ``job`` is a fresh-seed job: its own stage's ingestion replaces
+    it (``<experiment>/fresh/chunk<k>``, or per solver as earlier versions
+    of the workflow ran them, ``<experiment>/<solver>/fresh/chunk<k>``)."""
+    return "fresh" in job.split("/")[1:-1]
+
+
 def write_mlflow_runs(path, job, runs):
     """Write a job's MLflow runs (:func:`dpcd.tracking.payload.mlflow_runs`)
     for the experiment's ingestion: gzipped JSON lines, a header line first
