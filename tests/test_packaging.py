@@ -80,3 +80,21 @@ def test_a_table_job_leaves_figures_and_mlflow_unimported():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_version_and_warmup_from_a_terminal(tmp_path):
+    """``dpcd --version`` names the installed version; ``dpcd warmup`` needs no
+    ``--out`` (it prints its record; the workflow's marker file is optional)."""
+    import importlib.metadata
+    import json
+    import subprocess
+    import sys
+
+    dpcd = Path(sys.executable).parent / "dpcd"
+    proc = subprocess.run([str(dpcd), "--version"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"dpcd {importlib.metadata.version('dpcd')}"
+    proc = subprocess.run([str(dpcd), "warmup", "--families", "reference"], capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["families"] == ["reference"]
+    assert not list(tmp_path.iterdir())
