@@ -29,6 +29,26 @@ def test_conda_env_matches_pyproject():
     assert any(".." in entry for entry in pip_section)
 
 
+def test_oldest_versions_are_the_lower_bounds():
+    """.ci/oldest.txt pins every dependency at its pyproject.toml lower bound
+    (the CI's oldest-versions step installs exactly these)."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lower = {}
+    for text in project["dependencies"]:
+        req = Requirement(text)
+        (bound,) = [s.version for s in req.specifier if s.operator == ">="]
+        lower[_name(req.name)] = Version(bound)
+    pins = {}
+    for line in (ROOT / ".ci" / "oldest.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[_name(name)] = Version(version)
+    assert pins == lower
+
+
 # The rules of workflow/rules/*.smk, counted by hand: the test below must see
 # them all, not pass on none (a moved directory, a changed rule syntax).
 N_RULES = 19
