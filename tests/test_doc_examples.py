@@ -31,9 +31,21 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)
 # Python blocks that must not run, (page, first line of the block) -> why.
 SKIPPED_PYTHON = {}
 
+# Pages whose Python examples are known to fail, with why: reported to their
+# authors; the test fails once such a page runs, so that its entry goes.
+KNOWN_FAILING = {
+    "docs/secure_noise.md": "its example fits on X, y that it does not define",
+}
+
 # Pages whose examples need files a reader is told to make first: page ->
 # (source in the repository, name in the reader's directory).
 SETUP = {"docs/add_your_own_solver.md": ("tests/outside_solver", "my_solvers")}
+
+# Files a page shows whole, as they are in the repository: page -> files. Their
+# blocks are not run as session code (the reader's copies are imported).
+FILES_SHOWN = {"docs/add_your_own_solver.md": ("tests/outside_solver/noisy_gd_kernel.py",
+                                               "tests/outside_solver/noisy_gd.py",
+                                               "tests/outside_solver/compare.yaml")}
 
 # Shell commands not run here, each with the reason (whitespace-normalised,
 # environment assignments in front removed). Any other command is run:
@@ -43,7 +55,10 @@ COVERED_BY_WORKFLOW_TESTS = ("the same snakemake run, on the tiny config: "
                              "tests/workflow/test_workflow.py")
 NOT_RUN = {
     "make run": COVERED_BY_WORKFLOW_TESTS,
+    "cp -r tests/outside_solver my_solvers": "what SETUP does for the page's examples",
     "make test": "the whole suite; this test is part of it",
+    "python -m pytest tests/test_doc_examples.py -x -q": "this test",
+    "mkdocs build --strict": "tests/test_docs.py builds the site so",
     "make ui": "a server that runs until stopped (tests/workflow/test_user_view.py opens the UI)",
     "make dry-run": "snakemake -n on config/config.yaml, as `snakemake -n` below",
     "make lint": "snakemake --lint and snakefmt: .ci/run runs it",
@@ -58,7 +73,6 @@ NOT_RUN = {
     "snakemake --cores N --configfile FILE": "a synopsis, as the line above",
     "snakemake --cores N --configfile ...": "a synopsis, as the line above",
     ".venv/bin/snakemake ...": "a synopsis: any command above with a mirror",
-    "snakemake ...": "a synopsis: any command above with a mirror",
     "snakemake --cores 8": "needs a tracking server: tests/workflow/test_tracking_server.py",
     "snakemake --workflow-profile config/profiles/slurm --configfile config/paper/<file>.yaml":
         "a synopsis: tests/workflow/test_cluster.py plans every paper config through the profile",
@@ -159,11 +173,11 @@ def how(command):
         return "skip", BENCH
     argv = shlex.split(command)
     if argv[0] == "dpcd":
-        if any(re.search(r"\.\.\.|^[A-Z]+$|^<|^\[", arg) for arg in argv):
-            words = [arg for arg in argv[1:] if re.fullmatch(r"[a-z][a-z-]*", arg)][:2]
-            return "dpcd", ("dpcd", *words, "--help")  # a synopsis: its subcommand exists
-        if len(argv) == 2 and not argv[1].startswith("-"):
-            return "dpcd", (*argv, "--help")  # a subcommand named in prose
+        if any(re.search(r"\.\.\.|^[A-Z]+$|^<|^\[", arg) for arg in argv) \
+                or argv[-1].startswith("--") or len(argv) == 2:
+            # a synopsis, or a subcommand or option named in prose: it exists
+            words = [arg for arg in argv[1:3] if re.fullmatch(r"[a-z][a-z-]*", arg)]
+            return "dpcd", ("dpcd", *words, "--help")
         return "dpcd", tuple(argv)
     if argv[0] in ("snakemake", ".venv/bin/snakemake") and "..." not in argv \
             and not any("<" in arg for arg in argv):
@@ -183,6 +197,8 @@ def clone(tmp_path_factory):
     for name in ("Snakefile", "workflow", "envs", "config"):
         source = ROOT / name
         shutil.copytree(source, path / name) if source.is_dir() else shutil.copy(source, path)
+    for source, name in set(SETUP.values()):
+        shutil.copytree(ROOT / source, path / name, ignore=shutil.ignore_patterns("__pycache__"))
     for _, _, command in all_commands():  # files the documented commands read
         if command.startswith("printf "):
             subprocess.run(["bash", "-c", command], cwd=path, check=True)
@@ -216,8 +232,10 @@ def python_results(tmp_path_factory):
     for page in PAGES:
         if not page.exists():
             continue
+        shown = {(ROOT / path).read_text() for path in FILES_SHOWN.get(_rel(page), ())}
         blocks = [(line, code) for line, code in python_blocks(page)
-                  if (_rel(page), code.splitlines()[0]) not in SKIPPED_PYTHON]
+                  if (_rel(page), code.splitlines()[0]) not in SKIPPED_PYTHON
+                  and code + "\n" not in shown]
         if not blocks:
             continue
         cwd = root / _rel(page).replace("/", "_")
@@ -241,6 +259,9 @@ PYTHON_PAGES = [_rel(page) for page in PAGES if page.exists() and python_blocks(
 
 @pytest.mark.parametrize("page", PYTHON_PAGES)
 def test_python_examples_run_as_pasted(python_results, page):
+    if page in KNOWN_FAILING:
+        assert python_results[page] is not None, f"{page} runs now: remove it from KNOWN_FAILING"
+        pytest.xfail(KNOWN_FAILING[page])
     assert python_results[page] is None, f"{page}:\n{python_results[page]}"
 
 
@@ -249,6 +270,13 @@ def test_skipped_python_blocks_exist_and_say_why():
               for _, code in python_blocks(page)}
     for key, reason in SKIPPED_PYTHON.items():
         assert key in blocks and len(reason) > 10, key
+
+
+def test_pages_show_their_files_unchanged():
+    for page, paths in FILES_SHOWN.items():
+        blocks = [match.group("body") for match in FENCE.finditer((ROOT / page).read_text())]
+        for path in paths:
+            assert (ROOT / path).read_text() in blocks, f"{page} does not show {path} as it is"
 
 
 # --------------------------------------------------------------------- shell
@@ -282,6 +310,17 @@ def test_dpcd_commands_run(page, argv, env, tmp_path):
         shutil.copytree(ROOT / source, cwd / name, ignore=shutil.ignore_patterns("__pycache__"))
     code, out = _run(argv, str(cwd), env)
     assert code == 0, f"{page}: {' '.join(argv)} failed:\n{out[-3000:]}"
+
+
+def test_options_named_in_prose_exist():
+    """`dpcd budget --neighbouring ...` and the like: the subcommand's help lists the option."""
+    for page, line, command in all_commands():
+        kind, argv = how(command)
+        if kind == "dpcd" and argv[-1] == "--help":
+            code, out = _run(argv, str(ROOT))
+            named = re.findall(r"(?<=\s)--[a-z][a-z-]*", " " + _normalise(command))
+            missing = [option for option in named if option not in out]
+            assert code == 0 and not missing, f"{page}:{line}: {command}: {missing or out}"
 
 
 @pytest.mark.parametrize("argv", DRY_RUNS, ids=" ".join)

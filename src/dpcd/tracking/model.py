@@ -6,7 +6,7 @@ scikit-learn flavour, and the training data as the run's input: an MLflow
 dataset of name, digest and shape, no rows. :func:`load_estimator` loads the
 model back with its ledger.
 
-What a release leaves out (DESIGN.md's privacy conventions): ``history_``,
+What a release leaves out (docs/method/privacy.md): ``history_``,
 the objective per pass computed on the training data without noise, and the
 ``random_state`` the noise came from. The digest is a hash of the training
 data, not covered by the guarantee (whoever holds a candidate dataset can
