@@ -64,6 +64,7 @@ NOT_RUN = {
     "make lint": "snakemake --lint and snakefmt: .ci/run runs it",
     ".ci/run": "the CI itself: installs system packages as root",
     ".venv/bin/mkdocs serve": "a server; tests/test_docs.py builds the same site strictly",
+    "make docs": "mkdocs serve, a server; tests/test_docs.py builds the same site strictly",
     "snakemake --report report.html": "needs a finished run: tests/workflow/test_user_view.py",
     "snakemake --unlock": "needs a killed run's lock: tests/workflow/test_resilience.py",
     "snakemake --cores 2": COVERED_BY_WORKFLOW_TESTS,
