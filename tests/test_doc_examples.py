@@ -63,7 +63,6 @@ NOT_RUN = {
     "make dry-run": "snakemake -n on config/config.yaml, as `snakemake -n` below",
     "make lint": "snakemake --lint and snakefmt: .ci/run runs it",
     ".ci/run": "the CI itself: installs system packages as root",
-    ".venv/bin/mkdocs serve": "a server; tests/test_docs.py builds the same site strictly",
     "make docs": "mkdocs serve, a server; tests/test_docs.py builds the same site strictly",
     "snakemake --report report.html": "needs a finished run: tests/workflow/test_user_view.py",
     "snakemake --unlock": "needs a killed run's lock: tests/workflow/test_resilience.py",
@@ -71,7 +70,6 @@ NOT_RUN = {
     "snakemake -n": "the dry-run form of every snakemake command here",
     "snakemake --cores N --configfile config/paper/<file>.yaml":
         "a synopsis: tests/workflow/test_cluster.py plans every file of config/paper/",
-    "snakemake --cores N --configfile FILE": "a synopsis, as the line above",
     "snakemake --cores N --configfile ...": "a synopsis, as the line above",
     ".venv/bin/snakemake ...": "a synopsis: any command above with a mirror",
     "snakemake --cores 8": "needs a tracking server: tests/workflow/test_tracking_server.py",
