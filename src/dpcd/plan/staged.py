@@ -76,11 +76,6 @@ class Staged(Search):
     def seeds(self, stage):
         return 1 if stage in ONE_SEED_STAGES else self.exp["seeds"]
 
-    def chunks(self, stage, n_configs):
-        if stage == "refine":  # no job for a solver without a geomspace axis
-            return min(self.exp["chunks"], n_configs), True
-        return self.exp["chunks"], True
-
     def spec(self, solver, stage):
         """One seed for the screen, refine and promote; the stride where it
         coarsens and the fidelity below 1 (a whole screen's spec is
