@@ -268,3 +268,15 @@ def test_poisson_replace_one_meets_its_target_at_a_finer_discretisation(batch, e
     assert fine <= epsilon
     # and it is close to the answer: 1 % less noise misses the target
     assert accounting.epsilon_of(spec, 0.99 * z, delta, "pld", "replace_one") > epsilon
+
+
+def test_the_former_search_agrees_where_pld_is_smooth():
+    # the Brent path kept for events whose ε_PLD is not monotone gives, on a
+    # smooth event, a z within the tolerance of the interpolating search's
+    spec, delta = ("poisson_gaussian", 0.01, 300), 1e-5
+    z, achieved, used = accounting.calibrate_multiplier(spec, 1.0, delta, "pld", "replace_one")
+    brent = accounting._brent_pld(spec, 1.0, delta, "replace_one")
+    assert accounting.epsilon_of(spec, brent, delta, "pld", "replace_one") <= 1.0
+    assert abs(z / brent - 1) <= 2 * accounting.PLD_Z_TOLERANCE
+    assert accounting._monotone([(0.1, 2.0), (0.3, 0.5), (0.2, 1.0)])
+    assert not accounting._monotone([(0.1, 2.0), (0.2, 1.0), (0.3, 1.2)])
