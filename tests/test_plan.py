@@ -808,3 +808,21 @@ def test_no_solve_job_runs_nothing(path):
     p = make(load(path))
     for job in p.jobs():
         assert job.chunk < len(p.config_passes(job.experiment, job.solver, job.stage)), job
+
+
+def test_the_solve_rules_wildcards_are_the_search_modes_stages():
+    """The {stage} and {after} patterns of the solve and select rules come
+    from the search modes (no stage named in a rule file): every staged
+    stage's folder and grid's empty one match, the fresh stage's (its own
+    rule) does not; a select follows every staged stage but the confirm."""
+    import re
+
+    stage, after = plan.stage_wildcard(), plan.after_wildcard()
+    folders = {f"{s}/" for s in plan.SEARCHES["staged"].solve_stages} | {""}
+    assert all(re.fullmatch(stage, f) for f in folders)
+    assert not re.fullmatch(stage, "fresh/") and not re.fullmatch(stage, "private/")
+    assert set(after.split("|")) == set(plan.SEARCHES["staged"].solve_stages[:-1])
+    config = load("config/paper/dpscd_aaai21.yaml")
+    p = make(config)
+    for job in p.jobs():
+        assert re.fullmatch(stage, p.searches[job.experiment].folder(job.stage))
