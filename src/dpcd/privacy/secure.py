@@ -413,6 +413,8 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
     return noisy, (resolution + 1) * grid
 
 
-__all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_SOLVERS", "SecureGaussian", "SecureGcd",
-           "check_accountant", "check_grid", "covers", "discrete_gaussian_epsilon", "check_workflow", "discrete_gaussian", "discrete_laplace",
-           "round_to_grid", "secure_dp_cd", "secure_dp_gcd", "secure_entropy", "secure_laplace_release"]
+__all__ = ["GUARANTEES", "NOISE_MODES", "PLD_RATIOS", "RESOLUTION", "SECURE_FEATURE_BOUND",
+           "SECURE_SOLVERS", "SecureGaussian", "SecureGcd", "check_accountant", "check_grid",
+           "check_workflow", "covers", "discrete_gaussian", "discrete_gaussian_epsilon",
+           "discrete_laplace", "round_to_grid", "secure_dp_cd", "secure_dp_gcd",
+           "secure_entropy", "secure_laplace_release"]
