@@ -45,9 +45,10 @@ def test_every_builtin_spec_is_complete():
     for name in algorithms.names(builtin=True):
         spec = algorithms.get(name)
         assert spec.name == name and spec.description and callable(spec.run)
-        assert spec.family is not None  # the warmup job compiles every built-in kernel
+        # the warmup job compiles every built-in kernel
+        assert spec.runtime.family is not None and spec.runtime.warm is not None
         assert set(spec.required) <= {hp.name for hp in spec.hyperparameters}
-        assert spec.private or spec.calibrate is None  # nothing to calibrate
+        assert not spec.private or spec.privacy.calibrate is not None
     assert algorithms.table_hyperparameters() == ("step", "clip", "batch_size")
 
 
@@ -132,8 +133,8 @@ def test_outside_solver_calibration_against_dp_accounting(noisy_gd, epsilon, pas
     from types import SimpleNamespace
 
     problem = SimpleNamespace(n_samples=200)
-    ledger = noisy_gd.calibrate(problem, {"clip": 0.5, "passes": passes},
-                                Budget(epsilon, 1e-5)).ledger
+    ledger = noisy_gd.privacy.calibrate(problem, {"clip": 0.5, "passes": passes},
+                                        Budget(epsilon, 1e-5)).ledger
     (mech,) = ledger.mechanisms
     assert mech.sensitivity == 2 * 0.5 / 200 and mech.count == passes
     assert mech.noise_scale == pytest.approx(mech.noise_multiplier * mech.sensitivity)
@@ -187,7 +188,7 @@ def test_entry_points_register_installed_solvers(tmp_path, monkeypatch):
         "from dpcd import algorithms\n"
         "from dpcd.algorithms import cd\n"
         "algorithms.register(algorithms.Algorithm(name='ep_demo', description='demo',\n"
-        "                                         run=cd.run, private=False))\n")
+        "                                         run=cd.run, privacy=None))\n")
     info = tmp_path / "ep_demo-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-demo\nVersion: 0.1\n")

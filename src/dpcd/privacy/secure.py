@@ -64,9 +64,6 @@ GUARANTEES = {
 # m + 1 steps, so the noise grows by (m + 1)/m = 1.001.
 RESOLUTION = 1000
 
-# Solvers the secure mode covers (the others are refused).
-SECURE_SOLVERS = ("dp_cd", "dp_cd_p")
-
 # Accountants the secure mode can use: RDP bounds the discrete Gaussian
 # (Canonne et al. 2020); "paper" reports RDP's ε for Theorem 3.1's noise.
 SECURE_ACCOUNTANTS = ("auto", "rdp", "paper")
@@ -173,14 +170,6 @@ def check_accountant(accountant: str) -> str:
     return "rdp" if accountant == "auto" else accountant
 
 
-def check_workflow(solver: str, accountant: str) -> None:
-    """Refuse a workflow experiment the secure mode does not cover."""
-    if solver not in SECURE_SOLVERS:
-        raise ValueError(f"privacy.noise: 'secure' covers solver "
-                         f"{' or '.join(SECURE_SOLVERS)}, not {solver!r}")
-    check_accountant(accountant)
-
-
 @dataclasses.dataclass(frozen=True)
 class SecureGaussian:
     """Grid and integer noise scale of a secure coordinate-wise release.
@@ -268,6 +257,6 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
     return noisy, (resolution + 1) * grid
 
 
-__all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_SOLVERS", "SecureGaussian",
-           "check_accountant", "check_grid", "check_workflow", "discrete_gaussian", "discrete_laplace",
+__all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SecureGaussian",
+           "check_accountant", "check_grid", "discrete_gaussian", "discrete_laplace",
            "round_to_grid", "secure_dp_cd", "secure_entropy", "secure_laplace_release"]
