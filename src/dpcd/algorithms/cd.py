@@ -3,8 +3,8 @@ noise or clipping (the DP-CD paper's non-private baseline)."""
 import numpy as np
 
 from dpcd import solvers
-from dpcd.solvers import warmup
 from dpcd.algorithms.base import GRID, Algorithm, Hyperparameter, Runtime, run_passes
+from dpcd.solvers import warmup
 
 
 def run(problem, config, seed, budget, private_smoothness=None):

@@ -9,9 +9,9 @@ https://arxiv.org/abs/2110.11688
 import numpy as np
 
 from dpcd import privacy, solvers
-from dpcd.solvers import warmup
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Preparation, Privacy, Runtime
 from dpcd.problems import check_smoothness
+from dpcd.solvers import warmup
 
 
 def coordinate_clip(M, C):

@@ -6,7 +6,6 @@ import dataclasses
 import numpy as np
 
 from dpcd import privacy
-from dpcd.solvers import warmup
 from dpcd.privacy.bounds import feature_bound_ledger
 from dpcd.algorithms.base import (
     CLIP,
@@ -18,6 +17,7 @@ from dpcd.algorithms.base import (
     Runtime,
 )
 from dpcd.algorithms.dp_cd import calibrate_clipped, coordinate_clip, run_with
+from dpcd.solvers import warmup
 
 SMOOTHNESS_FRACTION = Hyperparameter(
     "smoothness_fraction",

@@ -10,7 +10,6 @@ https://arxiv.org/abs/2207.01560
 import scipy.sparse as sp
 
 from dpcd import privacy, solvers
-from dpcd.solvers import warmup
 from dpcd.algorithms.base import (
     CLIP,
     STEP,
@@ -22,6 +21,7 @@ from dpcd.algorithms.base import (
     choice,
 )
 from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.solvers import warmup
 from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
 # "smooth": Algorithm 1 with L2 folded into the smooth part (estimators only)

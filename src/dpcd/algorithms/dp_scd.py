@@ -16,7 +16,6 @@ G. Damaskinos, C. Mendler-Dünner, R. Guerraoui, N. Papandreou, T. Parnell.
 from functools import partial
 
 from dpcd import privacy, solvers
-from dpcd.solvers import warmup
 from dpcd.algorithms.base import (
     CLIP,
     GRID,
@@ -29,6 +28,7 @@ from dpcd.algorithms.base import (
     positive_int,
 )
 from dpcd.algorithms.prepare import unit_records
+from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter(
     "batch_size", {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},

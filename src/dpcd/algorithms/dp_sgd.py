@@ -2,7 +2,6 @@
 baseline), calibrated under the budget's relation (sensitivity C, or 2C
 replace-one)."""
 from dpcd import privacy, solvers
-from dpcd.solvers import warmup
 from dpcd.algorithms.base import (
     CLIP,
     INT_GRID,
@@ -14,6 +13,7 @@ from dpcd.algorithms.base import (
     Runtime,
     positive_int,
 )
+from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int, default=[1])
 

@@ -1,7 +1,6 @@
 """Non-private SCD/SDCA: sequential dual updates in random order, no scaling,
 no noise (the DP-SCD paper's non-private baseline)."""
 from dpcd import solvers
-from dpcd.solvers import warmup
 from dpcd.algorithms.base import (
     INT_GRID,
     Algorithm,
@@ -10,6 +9,7 @@ from dpcd.algorithms.base import (
     Runtime,
     run_passes,
 )
+from dpcd.solvers import warmup
 
 
 def run(problem, config, seed, budget, private_smoothness=None):

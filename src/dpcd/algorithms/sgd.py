@@ -1,9 +1,9 @@
 """Non-private mini-batch SGD: DP-SGD's kernel with no noise and no clipping
 (the DP-SCD paper's SGD baseline)."""
 from dpcd import solvers
-from dpcd.solvers import warmup
 from dpcd.algorithms.base import STEP, Algorithm, Preparation, Runtime, run_passes
 from dpcd.algorithms.dp_sgd import BATCH_SIZE
+from dpcd.solvers import warmup
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
