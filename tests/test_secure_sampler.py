@@ -226,3 +226,13 @@ def test_exact_path_reads_more_bits_when_the_prefix_straddles():
         assert (high <= theta) if below else (low >= theta)
         answers.add(below)
     assert answers == {True, False}
+
+
+@pytest.mark.parametrize("sampler, bad", [
+    (exact.discrete_laplace, 0.0), (exact.discrete_laplace, np.nan),
+    (exact.discrete_laplace, 2.0 ** 41), (exact.discrete_gaussian, 2.0 ** -11),
+    (exact.discrete_gaussian, np.inf), (exact.geometric, 0.0), (exact.geometric, 1.5),
+])
+def test_parameters_out_of_range_are_refused(sampler, bad):
+    with pytest.raises(ValueError):
+        sampler(_state(16), bad)

@@ -445,37 +445,43 @@ def fill_discrete_gaussian(state, sigma, out):
     mag = np.empty(_BATCH, dtype=np.int64)
     v = np.empty(_BATCH)
     gamma = np.empty(_BATCH)
-    ex = np.empty(_BATCH)
+    lg = np.empty(_BATCH)
+    theta = np.empty(_BATCH)
     decision = np.empty(_BATCH, dtype=np.int64)
+    draws = np.empty(_BATCH, dtype=np.int64)
     i = 0
     while i < out.size:
         left = out.size - i
         k = min(_BATCH, left + left // 2 + 1)
         fill_u64(state, words[:2 * k])
-        # the loops without branches or calls vectorise; libm's calls get loops of their own
+        # loops without branches or calls vectorise, libm's calls get loops of their
+        # own, and the rare exact paths are taken in loops apart
         for j in range(k):
-            ex[j] = np.log(np.float64(_prefix(words[2 * j])) * _ULP53)
+            lg[j] = np.log(np.float64(_prefix(words[2 * j])) * _ULP53)
         for j in range(k):
-            mag[j] = _laplace_magnitude(_prefix(words[2 * j]), ex[j], t, c, widen)
+            mag[j] = _laplace_magnitude(_prefix(words[2 * j]), lg[j], t, c, widen)
         for j in range(k):
             if mag[j] < 0:
                 mag[j] = _laplace_exact_path(state, _prefix(words[2 * j]), t)
         for j in range(k):
             v[j], gamma[j] = _acceptance_exponent(mag[j], inv_sigma, sigma_over_t)
         for j in range(k):
-            ex[j] = np.exp(-min(gamma[j], 745.0))
+            theta[j] = np.exp(-min(gamma[j], 745.0))
         for j in range(k):
             decision[j] = _accept_decision(_prefix(words[2 * j + 1]), mag[j], v[j], gamma[j],
-                                           ex[j], inv_sigma, widen)
+                                           theta[j], inv_sigma, widen)
         for j in range(k):
-            accept = decision[j]
-            if accept < 0:
-                accept = _accept_exact_path(state, _prefix(words[2 * j + 1]), mag[j], sigma, t)
-            if accept == 1:
-                out[i] = -mag[j] if words[2 * j] & np.uint64(1) else mag[j]
-                i += 1
-                if i == out.size:
-                    break
+            if decision[j] < 0:
+                decision[j] = _accept_exact_path(state, _prefix(words[2 * j + 1]), mag[j],
+                                                 sigma, t)
+        # the accepted proposals, in order
+        n_accepted = 0
+        for j in range(k):
+            draws[n_accepted] = -mag[j] if words[2 * j] & np.uint64(1) else mag[j]
+            n_accepted += decision[j]
+        n_accepted = min(n_accepted, left)
+        out[i:i + n_accepted] = draws[:n_accepted]
+        i += n_accepted
 
 
 @njit(cache=True)
