@@ -96,6 +96,38 @@ def test_plan_time_checks_name_the_entry():
                                         neighbouring="add_or_remove_one"), defs)
 
 
+def test_secure_support_is_the_specs(monkeypatch):
+    """Whether a solver runs in the secure noise mode is its spec's
+    ``privacy.secure`` alone: the estimators, the jobs and the plan-time check
+    read it (a copy of a secure spec that says False is refused, and the
+    reverse)."""
+    import dataclasses
+
+    from dpcd.algorithms import registry
+
+    defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    for name in algorithms.names():
+        spec = algorithms.get(name)
+        assert (name in algorithms.names(secure=True)) == (spec.private
+                                                            and spec.privacy.secure)
+    secure = algorithms.names(secure=True)[0]
+    spec = algorithms.get(secure)
+    plain = dataclasses.replace(spec, name="plain", privacy=dataclasses.replace(
+        spec.privacy, secure=False))
+    monkeypatch.setitem(registry._SPECS, "plain", plain)
+    algorithms.check_secure(secure, "noise='secure'")
+    with pytest.raises(ValueError, match=f"noise='secure' covers solver .*{secure}.*, "
+                                         "not 'plain'"):
+        algorithms.check_secure("plain", "noise='secure'")
+    config = {"experiments": {"e": {
+        "problem": {"loss": "squares", "penalty": "l1"},
+        "privacy": {"epsilon": 1.0, "noise": "secure"},
+        "solvers": {"mine": {"solver": "plain", "step": [1.0], "clip": [1.0]}}}}}
+    with pytest.raises(ValueError, match=r"experiments\.e\.privacy\.noise: 'secure' "
+                                         r"\(solver mine\) covers solver"):
+        algorithms.check_solvers(config, defs)
+
+
 def test_every_paper_config_passes_the_plan_time_checks():
     defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
     paths = [ROOT / "config" / "config.yaml", *sorted((ROOT / "config" / "paper").glob("*.yaml"))]

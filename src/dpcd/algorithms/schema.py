@@ -9,7 +9,7 @@ plans, against its own generated entry.
 """
 import copy
 
-from dpcd.algorithms.registry import _BUILTIN, _SPECS, get
+from dpcd.algorithms.registry import _BUILTIN, _SPECS, check_secure, get
 
 
 def solvers_schema(builtin=True):

@@ -132,8 +132,8 @@ class Private(Search):
         if facts is not None:
             fact = facts.get(kind, {})
             if not fact.get("private_candidate"):
-                candidates = sorted(name for name, fact in facts.items()
-                                    if fact.get("private_candidate"))
+                candidates = sorted(name for name, other in facts.items()
+                                    if other.get("private_candidate"))
                 reason = fact.get("private_refusal") or (
                     f"{NOT_A_CANDIDATE} (candidates: {', '.join(candidates)})")
                 raise ValueError(f"{where}: {kind} cannot be a private-search candidate: "
