@@ -194,12 +194,13 @@ def test_exact_path_agrees_draw_for_draw():
         fill(_state(14), scale, fast)
         fill(_state(14, guard=60), scale, slow)
         np.testing.assert_array_equal(fast, slow)
-    state, slow_state = _state(15), _state(15, guard=60)
-    fast = [exact.geometric(state, 0.01) for _ in range(300)]
-    slow = [exact.geometric(slow_state, 0.01) for _ in range(300)]
-    assert fast == slow
-    assert exact.EXACT_PATH_CALLS["laplace"] >= before.get("laplace", 0) + 300 + 600
-    assert exact.EXACT_PATH_CALLS["accept"] >= before.get("accept", 0) + 600
+    for sampler, scale in ((exact.geometric, 0.01), (exact.discrete_laplace, 3.5),
+                           (exact.discrete_gaussian, 1.5)):       # the one-draw paths
+        state, slow_state = _state(15), _state(15, guard=60)
+        fast = [sampler(state, scale) for _ in range(300)]
+        assert [sampler(slow_state, scale) for _ in range(300)] == fast
+    assert exact.EXACT_PATH_CALLS["laplace"] >= before.get("laplace", 0) + 2 * 300 + 3 * 300
+    assert exact.EXACT_PATH_CALLS["accept"] >= before.get("accept", 0) + 3 * 300
     assert exact.EXACT_PATH_CALLS["geometric"] >= before.get("geometric", 0) + 300
 
 

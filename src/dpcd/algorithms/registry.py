@@ -106,7 +106,8 @@ def get(name):
     try:
         return _SPECS[name]
     except KeyError:
-        raise ValueError(f"unknown solver {name!r}; known: {sorted(_SPECS)}") from None
+        raise ValueError(f"unknown solver {name!r}; known: {sorted(_SPECS)} (a solver "
+                         f"from outside dpcd: list its module in ${ENV})") from None
 
 
 def names(private=None, builtin=None, secure=None):

@@ -507,12 +507,18 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         return self._decision(X)
 
 
+# The classifier's ``loss`` values and the datafit each names: "log_loss" is
+# scikit-learn's name for the logistic loss (SGDClassifier), "log" its older one.
+_LOSSES = {"log_loss": "logistic", "log": "logistic", "hinge": "hinge"}
+
+
 class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
     __doc__ = (
         """Differentially private binary logistic regression or linear SVM.
 
     Minimises ``(1/n) sum_i log(1 + exp(-y_i (x_i^T w + b))) + psi(w)``
-    (``loss="log"``) or ``(1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + psi(w)``
+    (``loss="log_loss"``, scikit-learn's name; ``"log"`` is accepted too) or
+    ``(1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + psi(w)``
     (``loss="hinge"``, DP-SCD solvers only: the hinge loss is not smooth)
     under (ε, δ)-DP, with ``classes_[1]`` mapped to +1 and ``classes_[0]`` to -1.
     scikit-learn's ``LogisticRegression(C=c)`` with the L2 penalty solves the
@@ -522,8 +528,8 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
 """
         + _PARAMETERS_DOC.replace("{penalty!r}", "'l2'").replace("{alpha!r}", "0.0001")
         .replace("{clip!r}", "'auto'")
-        + """    loss : {"log", "hinge"}, default="log"
-        Logistic loss or hinge loss (SVM; dp_scd and seq_dp_scd only;
+        + """    loss : {"log_loss", "log", "hinge"}, default="log_loss"
+        Logistic loss (``"log_loss"``, as in scikit-learn, or ``"log"``) or hinge loss (SVM; dp_scd and seq_dp_scd only;
         ``predict_proba`` is then unavailable).
     classes : array-like of 2 labels, optional
         The public label set; None: {0, 1} or {-1, 1} when the labels are
@@ -544,10 +550,9 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
 
     @property
     def _loss(self):
-        return {"log": "logistic", "hinge": "hinge"}[
-            check_choice(self.loss, "loss", ("log", "hinge"))]
+        return _LOSSES[check_choice(self.loss, "loss", tuple(_LOSSES))]
 
-    def __init__(self, solver="dp_cd_p", loss="log", epsilon=1.0, delta=None, passes=10,
+    def __init__(self, solver="dp_cd_p", loss="log_loss", epsilon=1.0, delta=None, passes=10,
                  step=1.0, clip="auto", penalty="l2", alpha=1e-4, l1_ratio=0.5,
                  fit_intercept=True, smoothness_fraction=0.1, bounds=None, classes=None,
                  batch_size=1, rule="gs_r", normalize_rows=True, accountant="auto",
@@ -652,7 +657,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         positive = self.decision_function(X) > 0  # raises NotFittedError first
         return self.classes_[positive.astype(int)]
 
-    @available_if(lambda self: self.loss == "log")
+    @available_if(lambda self: _LOSSES.get(self.loss) == "logistic")
     def predict_proba(self, X):
         """Class probabilities ``[1 - s, s]`` with ``s = sigmoid(X w + b)``.
 
@@ -666,7 +671,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         """
         return np.exp(self.predict_log_proba(X))
 
-    @available_if(lambda self: self.loss == "log")
+    @available_if(lambda self: _LOSSES.get(self.loss) == "logistic")
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
 
