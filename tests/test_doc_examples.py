@@ -33,9 +33,7 @@ SKIPPED_PYTHON = {}
 
 # Pages whose Python examples are known to fail, with why: reported to their
 # authors; the test fails once such a page runs, so that its entry goes.
-KNOWN_FAILING = {
-    "docs/secure_noise.md": "its example fits on X, y that it does not define",
-}
+KNOWN_FAILING = {}
 
 # Pages whose examples need files a reader is told to make first: page ->
 # (source in the repository, name in the reader's directory).

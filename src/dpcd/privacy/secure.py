@@ -397,7 +397,7 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
     return noisy, (resolution + 1) * grid
 
 
-__all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_FEATURE_BOUND",
+__all__ = ["GUARANTEES", "NOISE_MODES", "PLD_RATIOS", "RESOLUTION", "SECURE_FEATURE_BOUND",
            "SecureGaussian", "SecureGcd", "check_accountant", "check_grid",
            "discrete_gaussian", "discrete_gaussian_epsilon", "discrete_laplace",
            "round_to_grid", "secure_dp_cd", "secure_dp_gcd", "secure_entropy",
