@@ -130,7 +130,7 @@ def config_events(path):
             for name, entry in exp["solvers"].items():
                 entry = dict(entry or {})
                 solver = algorithms.get(entry.pop("solver", name))
-                if not solver.private or solver.calibrate is None:
+                if not solver.private or solver.privacy.calibrate is None:
                     continue
                 passes = entry.pop("passes", exp["passes"])
                 axes = {k: expand_grid(v) if isinstance(v, (list, dict)) else [v]
@@ -144,7 +144,7 @@ def config_events(path):
                             cfg = {"passes": ps, "clip": 1.0, "step": 1.0, **combo}
                             budget = algorithms.Budget(eps, delta, privacy.get("accountant", "auto"),
                                                        privacy.get("neighbouring", "replace_one"))
-                            solver.calibrate(Probe(n, p, penalty), cfg, budget)
+                            solver.privacy.calibrate(Probe(n, p, penalty), cfg, budget)
     finally:
         accounting.calibrate_multiplier = real
     for event in record:
