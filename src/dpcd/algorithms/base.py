@@ -207,6 +207,16 @@ class Algorithm:
         repeat-and-select composes).
     private_refusal : str, optional
         Why a private solver cannot be a candidate, for the error message.
+    defaults : callable, optional
+        ``defaults(n_samples, n_features, loss) -> dict``: the nominal value
+        of each hyperparameter an estimator leaves at ``"auto"``
+        (:mod:`dpcd.algorithms.defaults`), ``passes`` included.
+    prediction_noise : callable, optional
+        ``prediction_noise(problem, config, budget, private_smoothness) ->
+        float``: the standard deviation the run's calibrated noise adds to a
+        prediction of a standardised record, proportional to ``clip``; the
+        estimators' ``clip="auto"`` scales the threshold by it
+        (:func:`dpcd.algorithms.defaults.resolve_clip`).
     """
 
     name: str
@@ -233,6 +243,8 @@ class Algorithm:
     step_cost_ns: dict = field(default_factory=dict)
     private_candidate: bool = False
     private_refusal: Optional[str] = None
+    defaults: Optional[Callable] = None
+    prediction_noise: Optional[Callable] = None
 
     def __post_init__(self):
         if isinstance(self.relations, (tuple, list)):

@@ -69,6 +69,40 @@ def run_with(problem, config, seed, smoothness, clip, calibration, secure, passe
     )
 
 
+def cd_noise(datafit, smoothness, step, noise_std):
+    """Standard deviation of the noise in a prediction once coordinate descent
+    with steps ``step / M_j`` and gradient noise of std ``noise_std[j]`` is
+    stationary (:mod:`dpcd.algorithms.defaults`).
+
+    Along coordinate j (curvature M_j) an update maps the deviation e from
+    the coordinate's minimiser to ``(1 - step) e - step sigma_j xi / M_j``,
+    whose stationary variance is ``step sigma_j^2 / (M_j^2 (2 - step))``; a
+    standardised record has ``E[x_j^2] = M_j / c`` (``c`` the loss's
+    constant of a unit feature), so a prediction's noise variance is
+    ``step / (c (2 - step)) sum_j sigma_j^2 / M_j``.
+    """
+    c = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
+    step = min(float(step), 1.9)  # beyond 2 the iteration diverges anyway
+    M = np.asarray(smoothness, dtype=float)
+    var = step / (c * (2.0 - step)) * np.sum(np.asarray(noise_std, dtype=float) ** 2 / M)
+    return float(np.sqrt(var))
+
+
+def nominal(n_samples, n_features, loss):
+    """DP-CD's nominal hyperparameters: the theory's steps ``1 / M_j`` (Theorem
+    3.3), a threshold of one root mean square of each feature's gradient at a
+    unit residual or margin (``clip`` is relative), and 10 passes."""
+    return {"step": 1.0, "clip": 1.0, "passes": 10}
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None):
+    """:func:`cd_noise` of a DP-CD run with exact constants."""
+    clip = coordinate_clip(problem.smoothness, config["clip"])
+    calibration, _ = calibrate_clipped(problem, config, clip, budget.epsilon, budget)
+    return cd_noise(problem.datafit, problem.smoothness, config["step"],
+                    calibration.noise_scales)
+
+
 def calibrate(problem, config, budget):
     """The noise of one DP-CD configuration (exact smoothness constants)."""
     clip = coordinate_clip(problem.smoothness, config["clip"])
@@ -98,4 +132,6 @@ SPEC = Algorithm(
     step_cost_ns={"dense": 1.47, "sparse": 43.9},
     private_candidate=True,
     relative_clip=True,
+    defaults=nominal,
+    prediction_noise=prediction_noise,
 )

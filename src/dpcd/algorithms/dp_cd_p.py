@@ -8,7 +8,8 @@ import numpy as np
 from dpcd import privacy
 from dpcd.privacy.bounds import feature_bound_ledger
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter
-from dpcd.algorithms.dp_cd import calibrate_clipped, coordinate_clip, run_with
+from dpcd.algorithms.dp_cd import (calibrate_clipped, cd_noise, coordinate_clip, nominal,
+                                   run_with)
 
 SMOOTHNESS_FRACTION = Hyperparameter(
     "smoothness_fraction",
@@ -40,6 +41,17 @@ def run(problem, config, seed, budget, private_smoothness=None):
     estimate_ledger = privacy.Ledger.from_dict(private_smoothness["ledger"])
     ledger = privacy.Ledger.combine([estimate_ledger, calibration.ledger], algorithm="dp_cd_p")
     return result, ledger
+
+
+def prediction_noise(problem, config, budget, private_smoothness):
+    """:func:`~dpcd.algorithms.dp_cd.cd_noise` of the run at its released
+    constants and its share of epsilon."""
+    smoothness = np.asarray(private_smoothness["smoothness"], dtype=np.float64)
+    fraction = private_smoothness["smoothness_fraction"]
+    clip = coordinate_clip(smoothness, config["clip"])
+    calibration, _ = calibrate_clipped(problem, config, clip,
+                                       (1.0 - fraction) * budget.epsilon, budget)
+    return cd_noise(problem.datafit, smoothness, config["step"], calibration.noise_scales)
 
 
 def calibrate(problem, config, budget, smoothness_count=None, private_bound=False):
@@ -92,4 +104,6 @@ SPEC = Algorithm(
     private_candidate=True,
     relative_clip=True,
     smoothness="private",
+    defaults=nominal,
+    prediction_noise=prediction_noise,
 )

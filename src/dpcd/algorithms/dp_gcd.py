@@ -7,11 +7,12 @@ P. Mangold, A. Bellet, J. Salmon, M. Tommasi. "High-Dimensional Private
 Empirical Risk Minimization by Greedy Coordinate Descent", AISTATS 2023.
 https://arxiv.org/abs/2207.01560
 """
+import numpy as np
 import scipy.sparse as sp
 
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter, choice
-from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.algorithms.dp_cd import cd_noise, coordinate_clip
 from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
 # "smooth": Algorithm 1 with L2 folded into the smooth part (estimators only)
@@ -53,6 +54,29 @@ def calibrate(problem, config, budget):
     )
 
 
+def nominal(n_samples, n_features, loss):
+    """DP-GCD's nominal hyperparameters: steps ``1 / M_j``, DP-CD's relative
+    threshold, and two greedy iterations per coordinate (intercept included),
+    at most :data:`MAX_ITERATIONS` (its noise grows with the iterations, and
+    a sparse solution needs fewer)."""
+    return {"step": 1.0, "clip": 1.0, "passes": min(2 * (n_features + 1), MAX_ITERATIONS)}
+
+
+MAX_ITERATIONS = 200
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None):
+    """:func:`~dpcd.algorithms.dp_cd.cd_noise` of the Laplace gradient noise
+    (variance ``2 lambda_j^2``) on the at most ``min(T, p)`` coordinates that
+    T greedy iterations update (the selection's noise is not counted)."""
+    calibration = calibrate(problem, config, budget)
+    scales = np.broadcast_to(np.asarray(calibration.noise_scales, dtype=float),
+                             problem.smoothness.shape)
+    touched = min(1.0, int(config["passes"]) / problem.n_features)
+    return cd_noise(problem.datafit, problem.smoothness, config["step"],
+                    np.sqrt(2.0 * touched) * scales)
+
+
 def run(problem, config, seed, budget, private_smoothness=None):
     """DP-GCD (Mangold et al. 2023, Algorithm 1 / Appendix C) with exact smoothness.
 
@@ -89,4 +113,6 @@ SPEC = Algorithm(
     check=check,
     relative_clip=True,
     paper_bound_invalid=True,
+    defaults=nominal,
+    prediction_noise=prediction_noise,
 )

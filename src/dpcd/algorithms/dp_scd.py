@@ -13,11 +13,13 @@ References
 G. Damaskinos, C. Mendler-Dünner, R. Guerraoui, N. Papandreou, T. Parnell.
 "Differentially Private Stochastic Coordinate Descent", AAAI 2021.
 """
+import math
 from functools import partial
 
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import CLIP, GRID, Algorithm, Hyperparameter, positive_int
 from dpcd.algorithms.prepare import unit_records
+from dpcd.problems._jit import SQUARES
 
 BATCH_SIZE = Hyperparameter(
     "batch_size", {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
@@ -58,6 +60,37 @@ def calibrate(problem, config, budget, variant):
     )
 
 
+def nominal(n_samples, n_features, loss, variant="dual"):
+    """DP-SCD's nominal hyperparameters: threshold 1 (the range of a logistic
+    or hinge dual variable; a standardised target's residual), one pass
+    (every pass adds its noise to the shared vector, which no later update
+    removes), batches of about sqrt(n) records (dual, seq) or one coordinate
+    (primal)."""
+    batch = 1 if variant == "primal" else max(1, round(math.sqrt(n_samples)))
+    return {"clip": 1.0, "batch_size": batch, "passes": 1}
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None, variant="dual"):
+    """Standard deviation of the noise in a prediction at the run's end.
+
+    Dual and seq: each of the T iterations adds ``N(0, s^2)`` to every entry
+    of ``v``, which no update removes, and ``theta = v / (lambda N)``: a
+    record of norm <= 1 gets a prediction noise of std at most ``s sqrt(T) /
+    (lambda N)``. Primal: each coordinate of ``theta`` gets ``N(0, s^2)`` at
+    each of its ``passes`` updates (clipped at C, they cannot undo noise of
+    scale s > C), and records have norm ``1 / sqrt(N)``: ``s sqrt(passes /
+    N)``.
+    """
+    calibration = calibrate(problem, config, budget, variant)
+    s = float(calibration.noise_scales)
+    n = problem.n_samples
+    if variant == "primal":
+        return s * math.sqrt(config["passes"] / n)
+    alpha = float(problem.penalty.params[0])
+    lam = 0.5 * alpha if problem.datafit.code == SQUARES else alpha  # the kernel's
+    return s * math.sqrt(calibration.steps) / (lam * n)
+
+
 def run(problem, config, seed, budget, private_smoothness=None, variant="dual"):
     """DP-SCD ``variant`` with its calibration; the solver samples as the budget
     was accounted, or does not run."""
@@ -83,7 +116,8 @@ def _spec(name, variant, description, **kw):
         record_norm="columns" if variant == "primal" else "rows", prepare=unit_records,
         relations=(privacy.PRIMAL_DP_SCD_RELATIONS if variant == "primal"
                    else privacy.DP_SCD_RELATIONS),
-        sampling=_sampling({}, variant), **kw)
+        sampling=_sampling({}, variant), defaults=partial(nominal, variant=variant),
+        prediction_noise=partial(prediction_noise, variant=variant), **kw)
 
 
 DUAL = _spec("dp_scd", "dual", "Dual mini-batch DP-SCD (Damaskinos et al. 2021, "

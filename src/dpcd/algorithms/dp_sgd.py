@@ -1,7 +1,12 @@
 """Proximal DP-SGD with Poisson-sampled batches (the DP-CD and DP-GCD papers'
 baseline), calibrated under the budget's relation (sensitivity C, or 2C
 replace-one)."""
+import math
+
+import numpy as np
+
 from dpcd import privacy, solvers
+from dpcd.algorithms.defaults import SGD_STEPS_PER_PASS
 from dpcd.algorithms.base import CLIP, INT_GRID, STEP, Algorithm, Hyperparameter, positive_int
 
 BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int, default=[1])
@@ -20,6 +25,36 @@ def calibrate(problem, config, budget):
         problem.n_samples, int(config.get("batch_size", 1)), config["passes"],
         config["clip"], budget.epsilon, budget.delta, accountant=budget.accountant,
         relation=budget.neighbouring)
+
+
+def nominal(n_samples, n_features, loss):
+    """DP-SGD's nominal hyperparameters: the step ``1 / beta`` of smooth
+    gradient descent, threshold 1, 10 passes of about
+    :data:`~dpcd.algorithms.defaults.SGD_STEPS_PER_PASS` steps each (batches
+    of ``n / 20``: a batch's noise is averaged over its records, and fewer,
+    larger steps pay for less of it)."""
+    batch = max(1, math.ceil(n_samples / SGD_STEPS_PER_PASS))
+    return {"step": 1.0, "clip": 1.0, "batch_size": batch, "passes": 10}
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None):
+    """Standard deviation of the noise in a prediction once DP-SGD is stationary.
+
+    A step adds ``eta sigma xi / b`` (``eta = step / beta``, ``sigma`` the std
+    on the clipped sum, ``b`` the expected batch). Along a direction of
+    curvature h the stationary variance is ``(eta sigma / b)^2 / (eta h (2 -
+    eta h))`` and a standardised record's weight on it ``h / c``: the
+    prediction's variance is at most ``d eta sigma^2 / (c b^2 (2 - step))``
+    over the d coordinates (intercept included), whatever the curvatures.
+    """
+    calibration = calibrate(problem, config, budget)
+    c = problem.datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
+    beta = 1.0 if problem.global_smoothness is None else problem.global_smoothness
+    step = min(float(config["step"]), 1.9)
+    b = float(config.get("batch_size", 1))
+    var = (problem.n_features * (step / beta) * float(calibration.noise_scales) ** 2
+           / (c * b * b * (2.0 - step)))
+    return float(np.sqrt(var))
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
@@ -84,4 +119,6 @@ SPEC = Algorithm(
     private_candidate=True,
     check=check,
     smoothness="global",
+    defaults=nominal,
+    prediction_noise=prediction_noise,
 )

@@ -12,7 +12,8 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpcd import algorithms, privacy
-from dpcd.algorithms import Budget, dp_gcd
+from dpcd.algorithms import Budget, defaults, dp_gcd
+from dpcd.algorithms.defaults import is_auto, resolve_clip
 from dpcd.algorithms.prepare import Fit, problem_alpha
 from dpcd.leak import warn_nonprivate
 from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
@@ -141,14 +142,12 @@ class _BaseDPLinear(BaseEstimator):
         noise = self._check_noise(solver)
         epsilon = check_epsilon(self.epsilon)
         delta = 1.0 / n_samples ** 2 if self.delta is None else check_delta(self.delta)
-        passes = _check_positive_int(self.passes, "passes")
-        config = self._config(spec, epsilon)
+        config = self._config(spec, n_samples, X.shape[1])
         accountant = _check_accountant(self.accountant, spec)
         if noise == "secure":
             accountant = privacy.secure.check_accountant(accountant)
         spec.check_neighbouring(self.neighbouring)  # before any release
         budget = Budget(epsilon, delta, accountant, self.neighbouring, noise)
-        config["passes"] = passes
         identity = dict(config)
 
         @functools.cache
@@ -170,6 +169,9 @@ class _BaseDPLinear(BaseEstimator):
                   smoothness_fraction=self.smoothness_fraction, noise=noise,
                   streams=streams)
         prepared = spec.prepare(spec, X, y, fit)
+        if is_auto(self.clip) and spec.prediction_noise is not None:
+            prepared.config, _ = resolve_clip(spec, prepared.problem, prepared.config,
+                                                  budget, prepared.private_smoothness)
         solver_ss, _ = streams()
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = spec.run(prepared.problem, prepared.config, seed, budget,
@@ -178,7 +180,7 @@ class _BaseDPLinear(BaseEstimator):
             setattr(self, name, value)
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
-        self.n_iter_ = passes
+        self.n_iter_ = config["passes"]
         self.n_updates_ = int(result.n_updates)
         return result.w * prepared.scale
 
@@ -215,30 +217,28 @@ class _BaseDPLinear(BaseEstimator):
         return noise
 
 
-    def _clip_value(self, epsilon, spec):
-        """``clip``, with ``"auto"`` (the classifier's default) resolved:
-        ``min(1, 0.5 sqrt(epsilon))`` for DP-CD and DP-GCD's relative clip,
-        1 for the other solvers (their earlier default)."""
-        if isinstance(self.clip, str) and self.clip == "auto":
-            return min(1.0, 0.5 * np.sqrt(epsilon)) if spec.relative_clip else 1.0
-        return _check_positive(self.clip, "clip")
-
-    def _config(self, spec, epsilon):
-        """The run's hyperparameters, in the order of the spec: each estimator
-        parameter of the same name, validated by the spec (``clip``: see
-        :meth:`_clip_value`)."""
+    def _config(self, spec, n_samples, n_features):
+        """The run's hyperparameters in the order of the spec, then ``passes``:
+        each estimator parameter of the same name, validated by the spec;
+        ``"auto"`` takes the spec's nominal value for this shape and loss
+        (:mod:`dpcd.algorithms.defaults`; an ``"auto"`` threshold is scaled
+        further by the noise rule once the problem is prepared)."""
+        nominal = defaults.nominal(spec, n_samples, n_features, self._loss)
         config = {}
         for hp in spec.hyperparameters:
             if not hp.estimator:
-                continue
-            if hp.name == "clip":
-                config["clip"] = self._clip_value(epsilon, spec)
                 continue
             if hp.name not in self._get_param_names():
                 raise ValueError(f"solver {spec.name!r} needs hyperparameter {hp.name!r}, "
                                  f"which the estimators do not have")
             value = getattr(self, hp.name)
+            if is_auto(value):
+                value = nominal[hp.name]
+            elif hp.name == "clip":
+                value = _check_positive(value, "clip")
             config[hp.name] = hp.validate(value, hp.name) if hp.validate else value
+        config["passes"] = (nominal["passes"] if is_auto(self.passes)
+                            else _check_positive_int(self.passes, "passes"))
         return config
 
     def _validate(self, X, y):
@@ -430,9 +430,9 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
     _loss = "squares"
     _alpha_scale = 2.0
 
-    def __init__(self, solver="dp_cd_p", epsilon=1.0, delta=None, passes=10, step=1.0,
-                 clip=1.0, penalty="l2", alpha=1e-3, l1_ratio=0.5, fit_intercept=True,
-                 smoothness_fraction=0.1, bounds=None, batch_size=1,
+    def __init__(self, solver="dp_cd_p", epsilon=1.0, delta=None, passes="auto",
+                 step="auto", clip="auto", penalty="l2", alpha=1e-3, l1_ratio=0.5,
+                 fit_intercept=True, smoothness_fraction=0.1, bounds=None, batch_size="auto",
                  rule="gs_r", normalize_rows=True, accountant="auto", random_state=None,
                  neighbouring="replace_one", noise="fast"):
         self.solver = solver
@@ -530,10 +530,10 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         return {"log": "logistic", "hinge": "hinge"}[
             check_choice(self.loss, "loss", ("log", "hinge"))]
 
-    def __init__(self, solver="dp_cd_p", loss="log", epsilon=1.0, delta=None, passes=10,
-                 step=1.0, clip="auto", penalty="l2", alpha=1e-4, l1_ratio=0.5,
+    def __init__(self, solver="dp_cd_p", loss="log", epsilon=1.0, delta=None, passes="auto",
+                 step="auto", clip="auto", penalty="l2", alpha=1e-4, l1_ratio=0.5,
                  fit_intercept=True, smoothness_fraction=0.1, bounds=None, classes=None,
-                 batch_size=1, rule="gs_r", normalize_rows=True, accountant="auto",
+                 batch_size="auto", rule="gs_r", normalize_rows=True, accountant="auto",
                  random_state=None, neighbouring="replace_one", noise="fast"):
         self.solver = solver
         self.loss = loss

@@ -1,0 +1,83 @@
+"""Hyperparameter defaults derived from the problem (the estimators' ``"auto"``).
+
+An estimator hyperparameter left at ``"auto"`` takes the value its spec
+derives from public quantities: the data's shape, the loss, ε and δ, and,
+for the clipping threshold, the noise the accountant calibrates for them.
+
+1. **Nominal values** (``spec.defaults(n_samples, n_features, loss)``): the
+   step its theory gives (``1 / M_j`` per coordinate, ``1 / beta`` for
+   DP-SGD), batch sizes and iteration counts from the shape (DP-SGD: about
+   :data:`SGD_STEPS_PER_PASS` steps a pass; DP-GCD: two greedy iterations per
+   coordinate).
+2. **The noise rule** (:func:`resolve_clip`): the clipping threshold is
+   every solver's lever on both its noise and its progress. The spec's
+   ``prediction_noise(problem, config, budget, private_smoothness)`` gives
+   the standard deviation that the calibrated noise adds to a prediction
+   ``x^T w`` of a standardised record once the run is stationary (each
+   model's derivation is in its spec); it is proportional to the threshold.
+   The threshold is the nominal one, scaled down until that standard
+   deviation is at most :data:`TAU` (in units of a standardised target, or
+   of a unit margin).
+
+Where n·ε is large the rule leaves the nominal threshold alone. Where the
+noise must dominate, it shrinks the threshold, so that every update, noise
+included, is small: the fit stays near its starting point, the zero model,
+and predicts the intercept's value (the mean of a standardised target) as a
+shrinkage estimator would, instead of a noisy model far from it. This costs
+no privacy: the rule reads only n, p, ε, δ and the hyperparameters, and the
+calibration it reads is the one the run pays for. What it assumes (features
+and target standardised) is checked on public information only, with a
+warning (:mod:`dpcd.estimators.warnings`).
+"""
+
+AUTO = "auto"
+
+# Target standard deviation of the noise in a prediction: a tenth of the
+# target's (regression: at most about 0.01 of R^2 lost to noise).
+TAU = 0.1
+
+# DP-SGD: expected batch such that one pass is about this many steps.
+SGD_STEPS_PER_PASS = 20
+
+
+# The nominal values of a spec that derives none (a solver registered from
+# outside): the estimators' fixed defaults before they were derived.
+FIXED = {"step": 1.0, "clip": 1.0, "batch_size": 1, "passes": 10}
+
+
+def nominal(spec, n_samples, n_features, loss):
+    """The spec's nominal hyperparameters (``spec.defaults``), over :data:`FIXED`."""
+    derived = {} if spec.defaults is None else spec.defaults(n_samples, n_features, loss)
+    return {**FIXED, **derived}
+
+
+def is_auto(value):
+    """Whether a hyperparameter value asks for its derived default."""
+    return isinstance(value, str) and value == AUTO
+
+
+def resolve_clip(spec, problem, config, budget, private_smoothness=None, tau=TAU):
+    """``config`` with its threshold scaled so that the prediction noise is at
+    most ``tau`` (the nominal threshold when it already is).
+
+    Parameters
+    ----------
+    spec : Algorithm
+        Its ``prediction_noise`` gives the noise's standard deviation at
+        ``config`` (proportional to ``config["clip"]``).
+    problem, config, budget, private_smoothness
+        As the spec's ``run`` takes them.
+    tau : float
+
+    Returns
+    -------
+    config : dict
+        A copy; ``clip`` multiplied by ``min(1, tau / noise)``.
+    noise : float
+        The prediction noise at the nominal threshold.
+    """
+    noise = float(spec.prediction_noise(problem, config, budget, private_smoothness))
+    config = dict(config)
+    if noise > tau:
+        config["clip"] = config["clip"] * (tau / noise)
+    return config, noise
