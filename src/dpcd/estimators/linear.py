@@ -167,7 +167,9 @@ class _BaseDPLinear(BaseEstimator):
                   fit_intercept=self.fit_intercept, config=config, epsilon=epsilon,
                   bounds=self.bounds, normalize_rows=self.normalize_rows,
                   smoothness_fraction=self.smoothness_fraction, noise=noise,
-                  streams=streams)
+                  streams=streams, auto=frozenset(
+                      name for name in ("step", "clip", "passes", "batch_size")
+                      if is_auto(getattr(self, name))))
         prepared = spec.prepare(spec, X, y, fit)
         if is_auto(self.clip) and spec.prediction_noise is not None:
             prepared.config, _ = resolve_clip(spec, prepared.problem, prepared.config,
