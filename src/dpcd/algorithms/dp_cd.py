@@ -69,22 +69,22 @@ def run_with(problem, config, seed, smoothness, clip, calibration, secure, passe
     )
 
 
-def cd_noise(datafit, smoothness, step, noise_std):
-    """Standard deviation of the noise in a prediction once coordinate descent
-    with steps ``step / M_j`` and gradient noise of std ``noise_std[j]`` is
-    stationary (:mod:`dpcd.algorithms.defaults`).
+def cd_noise(datafit, smoothness, step, noise_std, updates):
+    """Standard deviation of the noise in a prediction after coordinate descent
+    with steps ``step / M_j``, gradient noise of std ``noise_std[j]`` and
+    ``updates`` updates of each coordinate (:mod:`dpcd.algorithms.defaults`).
 
-    Along coordinate j (curvature M_j) an update maps the deviation e from
-    the coordinate's minimiser to ``(1 - step) e - step sigma_j xi / M_j``,
-    whose stationary variance is ``step sigma_j^2 / (M_j^2 (2 - step))``; a
-    standardised record has ``E[x_j^2] = M_j / c`` (``c`` the loss's
-    constant of a unit feature), so a prediction's noise variance is
-    ``step / (c (2 - step)) sum_j sigma_j^2 / M_j``.
+    An update adds ``step sigma_j xi / M_j`` to w_j. When the threshold is
+    below the gradients' scale (where the noise rule acts), clipping bounds
+    the pull back towards the minimiser, so the noise is counted as a random
+    walk: variance ``updates step^2 sigma_j^2 / M_j^2``; a standardised
+    record has ``E[x_j^2] = M_j / c`` (``c`` the loss's constant of a unit
+    feature), so a prediction's noise variance is
+    ``updates step^2 / c sum_j sigma_j^2 / M_j``.
     """
     c = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
-    step = min(float(step), 1.9)  # beyond 2 the iteration diverges anyway
     M = np.asarray(smoothness, dtype=float)
-    var = step / (c * (2.0 - step)) * np.sum(np.asarray(noise_std, dtype=float) ** 2 / M)
+    var = updates * float(step) ** 2 / c * np.sum(np.asarray(noise_std, dtype=float) ** 2 / M)
     return float(np.sqrt(var))
 
 
@@ -100,7 +100,7 @@ def prediction_noise(problem, config, budget, private_smoothness=None):
     clip = coordinate_clip(problem.smoothness, config["clip"])
     calibration, _ = calibrate_clipped(problem, config, clip, budget.epsilon, budget)
     return cd_noise(problem.datafit, problem.smoothness, config["step"],
-                    calibration.noise_scales)
+                    calibration.noise_scales, config["passes"])
 
 
 def calibrate(problem, config, budget):

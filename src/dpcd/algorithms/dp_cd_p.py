@@ -51,7 +51,8 @@ def prediction_noise(problem, config, budget, private_smoothness):
     clip = coordinate_clip(smoothness, config["clip"])
     calibration, _ = calibrate_clipped(problem, config, clip,
                                        (1.0 - fraction) * budget.epsilon, budget)
-    return cd_noise(problem.datafit, smoothness, config["step"], calibration.noise_scales)
+    return cd_noise(problem.datafit, smoothness, config["step"], calibration.noise_scales,
+                    config["passes"])
 
 
 def calibrate(problem, config, budget, smoothness_count=None, private_bound=False):

@@ -67,14 +67,13 @@ MAX_ITERATIONS = 200
 
 def prediction_noise(problem, config, budget, private_smoothness=None):
     """:func:`~dpcd.algorithms.dp_cd.cd_noise` of the Laplace gradient noise
-    (variance ``2 lambda_j^2``) on the at most ``min(T, p)`` coordinates that
-    T greedy iterations update (the selection's noise is not counted)."""
+    (variance ``2 lambda_j^2``) of T greedy updates, ``T / p`` per coordinate
+    on average (the selection's noise is not counted)."""
     calibration = calibrate(problem, config, budget)
     scales = np.broadcast_to(np.asarray(calibration.noise_scales, dtype=float),
                              problem.smoothness.shape)
-    touched = min(1.0, int(config["passes"]) / problem.n_features)
     return cd_noise(problem.datafit, problem.smoothness, config["step"],
-                    np.sqrt(2.0 * touched) * scales)
+                    np.sqrt(2.0) * scales, int(config["passes"]) / problem.n_features)
 
 
 def run(problem, config, seed, budget, private_smoothness=None):

@@ -38,23 +38,21 @@ def nominal(n_samples, n_features, loss):
 
 
 def prediction_noise(problem, config, budget, private_smoothness=None):
-    """Standard deviation of the noise in a prediction once DP-SGD is stationary.
+    """Standard deviation of the noise in a prediction after a DP-SGD run.
 
-    A step adds ``eta sigma xi / b`` (``eta = step / beta``, ``sigma`` the std
-    on the clipped sum, ``b`` the expected batch). Along a direction of
-    curvature h the stationary variance is ``(eta sigma / b)^2 / (eta h (2 -
-    eta h))`` and a standardised record's weight on it ``h / c``: the
-    prediction's variance is at most ``d eta sigma^2 / (c b^2 (2 - step))``
-    over the d coordinates (intercept included), whatever the curvatures.
+    Each of the T steps adds ``eta sigma xi / b`` (``eta = step / beta``,
+    ``sigma`` the std on the clipped sum, ``b`` the expected batch) to every
+    coordinate. When the threshold is below the gradients' scale (where the
+    noise rule acts), clipping bounds the pull back, so the noise is counted
+    as a random walk: a standardised record (d coordinates of mean square 1,
+    intercept included) gets a prediction noise of variance
+    ``T d (eta sigma / b)^2``.
     """
     calibration = calibrate(problem, config, budget)
-    c = problem.datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
     beta = 1.0 if problem.global_smoothness is None else problem.global_smoothness
-    step = min(float(config["step"]), 1.9)
     b = float(config.get("batch_size", 1))
-    var = (problem.n_features * (step / beta) * float(calibration.noise_scales) ** 2
-           / (c * b * b * (2.0 - step)))
-    return float(np.sqrt(var))
+    per_step = float(config["step"]) / beta * float(calibration.noise_scales) / b
+    return float(np.sqrt(calibration.steps * problem.n_features) * per_step)
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
