@@ -62,11 +62,13 @@ def calibrate(problem, config, budget, variant):
 
 def nominal(n_samples, n_features, loss, variant="dual"):
     """DP-SCD's nominal hyperparameters: threshold 1 (the range of a logistic
-    or hinge dual variable; a standardised target's residual), one pass
+    or hinge dual variable; a standardised target's residual) and one pass
     (every pass adds its noise to the shared vector, which no later update
-    removes), batches of about sqrt(n) records (dual, seq) or one coordinate
-    (primal)."""
-    batch = 1 if variant == "primal" else max(1, round(math.sqrt(n_samples)))
+    removes); dual batches of about sqrt(n) records (the noise of a batch is
+    shared by its updates), seq and primal batches of one record or
+    coordinate (Lemmas 4 and 5: the sensitivity grows with the batch).
+    """
+    batch = max(1, round(math.sqrt(n_samples))) if variant == "dual" else 1
     return {"clip": 1.0, "batch_size": batch, "passes": 1}
 
 
