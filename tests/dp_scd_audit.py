@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcd.privacy.audit import AuditResult, audit_scores
-from dpcd.privacy.calibrate import calibrate_dp_scd
+from dpcd.privacy.scd import calibrate_dp_scd
 from dpcd.problems import make_problem
 from dpcd.solvers.dp_scd import dp_scd
 

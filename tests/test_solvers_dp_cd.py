@@ -250,7 +250,7 @@ def test_check_input_false_skips_only_validation():
 def test_fractional_passes_make_the_accounted_number_of_updates(passes):
     """T K = max(1, round(passes p)) updates, as calibrate_dp_cd accounts them;
     the objective is recorded after each whole pass and at the end."""
-    from dpcd.privacy.calibrate import dp_cd_steps
+    from dpcd.privacy.cd import dp_cd_steps
     from dpcd.solvers.base import pass_checkpoints
     from dpcd.solvers.dp_cd import n_coordinate_updates
 

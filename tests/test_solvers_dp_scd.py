@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 
 from dpcd.privacy import calibrate_dp_scd
-from dpcd.privacy.calibrate import dp_scd_sensitivity
+from dpcd.privacy.scd import dp_scd_sensitivity
 from dpcd.problems import Hinge, make_problem, objective
 from dpcd.problems._jit import HINGE, LOGISTIC, SQUARES
 from dpcd.solvers import dp_cd, dp_scd, reference_solve, scd

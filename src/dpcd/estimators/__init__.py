@@ -18,8 +18,8 @@ Privacy notes (see DESIGN.md, "Privacy conventions")
   ``neighbouring`` relation (default replace-one, with ``n_samples``
   public), the same for every solver so that two models at one ε compare
   like for like; the full account is ``privacy_ledger_``.  Per solver
-  (:mod:`dpcd.privacy.calibrate`): dp_cd, dp_cd_p, dp_gcd and primal_dp_scd
-  run under replace-one only (means over a public n); dp_sgd's clipped sum
+  (:mod:`dpcd.privacy.cd`, ``gcd``, ``sgd``, ``scd``): dp_cd, dp_cd_p, dp_gcd
+  and primal_dp_scd run under replace-one only (means over a public n); dp_sgd's clipped sum
   has sensitivity 2C under replace-one (Poisson batches, PLD accountant), C
   under add-or-remove-one or the zero record; dp_scd runs under replace-one
   (sensitivity 2√2·C) or the zero record (√2·C, the paper's); seq_dp_scd

@@ -158,7 +158,7 @@ def _dp_cd_kernel(sparse, X, data, indices, indptr, y, w, u, datafit_code, penal
 def n_coordinate_updates(n_features, passes):
     """``T K = max(1, round(passes * p))``: the count the calibration assumes.
 
-    Must equal :func:`dpcd.privacy.calibrate.dp_cd_steps` (tested), so the
+    Must equal :func:`dpcd.privacy.cd.dp_cd_steps` (tested), so the
     solver never makes more releases than were accounted for.
     """
     return max(1, int(round(passes * n_features)))

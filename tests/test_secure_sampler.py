@@ -1,0 +1,219 @@
+"""The exact samplers against their exact pmfs, OpenDP, and their exact path.
+
+Each statistical test draws from a fixed key (``state_from_key``), so it is
+deterministic; its false-failure probability is the chance that a random key
+fails it when the sampler is exact. Every p-value threshold is 1e-6, and a
+test that makes ``j`` comparisons fails falsely with probability at most
+``j``·1e-6 (union bound). The comparisons:
+
+* χ²: counts in bins of about equal exact probability (expected ≥ 5 each,
+  far more in practice), against the χ² law with ``bins − 1`` degrees of freedom;
+* Kolmogorov-Smirnov: the largest gap between the empirical and the exact CDF
+  over the support, against the Dvoretzky-Kiefer-Wolfowitz-Massart bound
+  ``P(gap > ε) ≤ 2 exp(−2nε²)``, which holds for discrete laws too;
+* tail counts: the draws beyond two far thresholds, against their binomial
+  law (two-sided exact test).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcd.privacy import exact, keystream
+
+P_MIN = 1e-6
+N_DRAWS = 10_000_000
+
+
+def _state(seed, guard=0):
+    return keystream.state_from_key(np.random.default_rng(seed).bytes(32), guard=guard)
+
+
+def _laplace_pmf(t, k):
+    q = math.exp(-1.0 / t)
+    return (1 - q) / (1 + q) * np.exp(-np.abs(k) / t)
+
+
+def _gaussian_pmf(sigma, k):
+    w = np.exp(-(k.astype(np.float64) ** 2) / (2 * sigma * sigma))
+    return w / w.sum()      # k covers all but < 1e-30 of the mass
+
+
+def _support(scale, width):
+    half = int(math.ceil(width * scale)) + 10
+    return np.arange(-half, half + 1)
+
+
+def _check_law(draws, support, pmf, tails):
+    """χ², KS (DKW bound) and tail-count tests of ``draws`` against ``pmf`` on ``support``."""
+    n = draws.size
+    lo = support[0]
+    assert draws.min() >= lo and draws.max() <= support[-1]
+    counts = np.bincount(draws - lo, minlength=support.size).astype(np.float64)
+    # chi-square on bins of ~equal probability, expected count >= 5
+    cdf = np.cumsum(pmf)
+    n_bins = int(min(1000, n * cdf[-1] / 50))
+    edges = np.unique(np.searchsorted(cdf, np.linspace(0, cdf[-1], n_bins + 1)[1:-1]))
+    observed = np.add.reduceat(counts, np.concatenate([[0], edges + 1]))
+    expected = n * np.add.reduceat(pmf, np.concatenate([[0], edges + 1]))
+    expected *= n / expected.sum()
+    assert expected.min() >= 5
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    p_chi2 = stats.chi2.sf(chi2, observed.size - 1)
+    assert p_chi2 > P_MIN, (chi2, observed.size)
+    # KS: sup |F_n − F| over the support, against DKW-Massart
+    gap = np.abs(np.cumsum(counts) / n - cdf / cdf[-1]).max()
+    assert 2 * math.exp(-2 * n * gap * gap) > P_MIN, gap
+    # tails: P(|X| >= a) for each threshold, two-sided binomial test
+    for a in tails:
+        p_tail = float(pmf[np.abs(support) >= a].sum() / cdf[-1])
+        seen = int((np.abs(draws) >= a).sum())
+        assert stats.binomtest(seen, n, p_tail).pvalue > P_MIN, (a, seen, n * p_tail)
+
+
+@pytest.mark.parametrize("t, seed", [(1.0, 1), (5.0, 2), (1000.7, 3), (100000.3, 4)])
+def test_discrete_laplace_law(t, seed):
+    """3 comparisons: false failure <= 3e-6."""
+    draws = np.empty(N_DRAWS, dtype=np.int64)
+    exact.fill_discrete_laplace(_state(seed), t, draws)
+    support = _support(t, 40)
+    _check_law(draws, support, _laplace_pmf(t, support), tails=(6 * t, 11 * t))
+
+
+@pytest.mark.parametrize("sigma, seed", [(1.0, 5), (3.0, 6), (1000.7, 7), (100000.3, 8)])
+def test_discrete_gaussian_law(sigma, seed):
+    """3 comparisons: false failure <= 3e-6."""
+    draws = np.empty(N_DRAWS, dtype=np.int64)
+    exact.fill_discrete_gaussian(_state(seed), sigma, draws)
+    support = _support(sigma, 12)
+    _check_law(draws, support, _gaussian_pmf(sigma, support), tails=(3 * sigma, 4.5 * sigma))
+
+
+def test_single_draws_follow_the_fill_stream():
+    """The one-draw functions and the fills consume the stream alike."""
+    a, b = _state(9), _state(9)
+    for sampler, fill, scale in ((exact.discrete_laplace, exact.fill_discrete_laplace, 7.5),
+                                 (exact.discrete_gaussian, exact.fill_discrete_gaussian, 2.5)):
+        out = np.empty(1000, dtype=np.int64)
+        fill(a, scale, out)
+        assert [sampler(b, scale) for _ in range(1000)] == out.tolist()
+
+
+def _opendp_draws(kind, scale, size):
+    from dpcd.privacy import secure
+    return getattr(secure, kind)(scale, size)
+
+
+@pytest.mark.parametrize("kind, fill, scale", [
+    ("discrete_laplace", exact.fill_discrete_laplace, 5.0),
+    ("discrete_gaussian", exact.fill_discrete_gaussian, 3.0),
+])
+def test_same_law_as_opendp(kind, fill, scale):
+    """Two-sample χ² against OpenDP's exact sampler (whose draws are not seeded):
+    false failure 1e-6."""
+    theirs = _opendp_draws(kind, scale, 20_000)
+    ours = np.empty(1_000_000, dtype=np.int64)
+    fill(_state(10), scale, ours)
+    # bins: single integers while OpenDP's expected count is >= 20, tails pooled
+    cut = int(np.quantile(np.abs(ours), 0.995))
+    table = np.array([np.bincount(np.clip(x, -cut, cut) + cut, minlength=2 * cut + 1)
+                      for x in (ours, theirs)])
+    p = stats.chi2_contingency(table).pvalue
+    assert p > P_MIN, p
+
+
+def test_uniform_below():
+    """χ² on 10 and on 3·2⁶¹ + 1 values (the rejection matters): false failure 2e-6."""
+    state = _state(11)
+    draws = np.array([exact.uniform_below(state, 10) for _ in range(200_000)])
+    assert stats.chisquare(np.bincount(draws, minlength=10)).pvalue > P_MIN
+    big = 3 * 2 ** 61 + 1
+    draws = np.array([exact.uniform_below(state, big) for _ in range(100_000)], dtype=object)
+    assert all(0 <= d < big for d in draws)
+    # thirds of the range: equally likely
+    thirds = np.bincount([int(d) * 3 // big for d in draws], minlength=3)
+    assert stats.chisquare(thirds).pvalue > P_MIN
+    with pytest.raises(ValueError):
+        exact.uniform_below(state, 0)
+
+
+def test_bernoulli():
+    """Binomial tests at p = 0.3 and at p = 1/2 + 2⁻⁶⁰ (the bits past the first word):
+    false failure 2e-6. p = 0 and 1 are certain."""
+    state = _state(12)
+    for p in (0.3, 0.5 + 2.0 ** -60):
+        hits = sum(exact.bernoulli(state, p) for _ in range(200_000))
+        assert stats.binomtest(hits, 200_000, p).pvalue > P_MIN
+    assert not any(exact.bernoulli(state, 0.0) for _ in range(1000))
+    assert all(exact.bernoulli(state, 1.0) for _ in range(1000))
+    with pytest.raises(ValueError):
+        exact.bernoulli(state, 1.5)
+
+
+@pytest.mark.parametrize("p", [0.3, 1e-3, 1 - 2.0 ** -20])
+def test_geometric(p):
+    """χ² against (1 − p)^k p: false failure 1e-6 each."""
+    state = _state(13)
+    draws = np.array([exact.geometric(state, p) for _ in range(200_000)])
+    k = np.arange(draws.max() + 2)
+    pmf = p * (1 - p) ** k
+    pmf[-1] = (1 - p) ** k[-1]          # the tail beyond the largest draw
+    cdf = np.cumsum(pmf)
+    edges = np.unique(np.searchsorted(cdf, np.linspace(0, 1, 41)[1:-1]))
+    starts = np.concatenate([[0], edges + 1])
+    observed = np.add.reduceat(np.bincount(draws, minlength=k.size), starts)
+    expected = draws.size * np.add.reduceat(pmf, starts)
+    keep = expected >= 5
+    if not keep.all():   # pool the bins with small expectations into the last kept one
+        observed = np.append(observed[keep], observed[~keep].sum())
+        expected = np.append(expected[keep], expected[~keep].sum())
+    assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > P_MIN
+
+
+def test_exact_path_agrees_draw_for_draw():
+    """With the guard bands widened by 2⁶⁰ every decision goes through the exact
+    (decimal) path; it decides the same predicates on the same bits, so the draws
+    equal the fast path's (unless a 53-bit prefix falls within 10⁻⁴⁰ of a
+    threshold, where only the exact path reads more bits: never, for this key)."""
+    before = dict(exact.EXACT_PATH_CALLS)
+    for fill, scale in ((exact.fill_discrete_laplace, 3.5),
+                        (exact.fill_discrete_gaussian, 1.5),
+                        (exact.fill_discrete_gaussian, 2000.25)):
+        fast, slow = np.empty(300, dtype=np.int64), np.empty(300, dtype=np.int64)
+        fill(_state(14), scale, fast)
+        fill(_state(14, guard=60), scale, slow)
+        np.testing.assert_array_equal(fast, slow)
+    state, slow_state = _state(15), _state(15, guard=60)
+    fast = [exact.geometric(state, 0.01) for _ in range(300)]
+    slow = [exact.geometric(slow_state, 0.01) for _ in range(300)]
+    assert fast == slow
+    assert exact.EXACT_PATH_CALLS["laplace"] >= before.get("laplace", 0) + 300 + 600
+    assert exact.EXACT_PATH_CALLS["accept"] >= before.get("accept", 0) + 600
+    assert exact.EXACT_PATH_CALLS["geometric"] >= before.get("geometric", 0) + 300
+
+
+def test_exact_path_reads_more_bits_when_the_prefix_straddles():
+    """A 53-bit prefix whose interval contains the acceptance threshold e^{−1/8}
+    (y = 1, σ = 1, t = 2): the exact path reads words until U is on one side,
+    and answers U < e^{−1/8} for the bits it read (read back from a copy of the
+    stream, compared with e^{−1/8} to 80 digits)."""
+    import decimal
+    from fractions import Fraction
+    theta = Fraction(decimal.Context(prec=80).exp(decimal.Decimal(-1) / 8))
+    prefix = int(theta * 2 ** 53)
+    answers = set()
+    for seed in range(20):
+        state = _state(100 + seed)
+        replay = state.copy()
+        below = exact._exact_accept(state, prefix, 1, 1.0, 2.0)
+        num, n_bits = prefix, 53
+        while not np.array_equal(replay, state):
+            num = (num << 64) | int(keystream.next_u64(replay))
+            n_bits += 64
+        assert n_bits > 53
+        low, high = Fraction(num, 2 ** n_bits), Fraction(num + 1, 2 ** n_bits)
+        assert (high <= theta) if below else (low >= theta)
+        answers.add(below)
+    assert answers == {True, False}
