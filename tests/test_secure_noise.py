@@ -168,6 +168,47 @@ def test_secure_dp_cd_ledger_and_accounting_against_dp_accounting():
     assert sec.calibration.ledger.epsilon_achieved <= epsilon
 
 
+@pytest.mark.parametrize("p, passes, epsilon, delta", [(6, 3, 1.0, 1e-5),
+                                                       (9, 4, 0.5, 1e-6)])
+def test_secure_pld_noise_within_one_percent_of_the_fast_auto(p, passes, epsilon, delta):
+    """Where the fast path's "auto" calibration is PLD's, the secure noise is
+    at most 1 % above it, and dp_accounting's PLD of the discrete Gaussian
+    (integer sensitivity m + 1), recomputed at a 10 times finer interval,
+    meets the target."""
+    n, m = 1000, secure.RESOLUTION
+    clip = np.linspace(0.2, 1.0, p)
+    fast = privacy.calibrate_dp_cd(n, p, passes, clip, epsilon, delta)
+    assert fast.ledger.accountant == "pld"
+    sec = secure.secure_dp_cd(fast, n)
+    ratio = np.asarray(sec.calibration.noise_scales) / fast.noise_scales
+    assert np.all(ratio >= 1.0) and np.all(ratio <= 1.01), ratio
+    ledger = sec.calibration.ledger
+    assert ledger.accountant == "pld" and "DiscreteGaussian" in ledger.budget[0].dp_event
+    pld = pld_lib.from_discrete_gaussian_mechanism(
+        sec.integer_scale, sensitivity=m + 1, value_discretization_interval=1e-4,
+        use_connect_dots=True)
+    assert pld.self_compose(fast.steps).get_epsilon_for_delta(delta) <= epsilon
+    assert ledger.epsilon_achieved <= epsilon
+
+
+@pytest.mark.parametrize("s", [0.7, 2.5])
+def test_discrete_gaussian_hockey_stick_grows_with_the_shift(s):
+    """Canonne et al. (2020, Thm. 7) bound every shift |q − q'| ≤ Δ by the
+    shift Δ: the hockey-stick divergence of (N_Z(0, s²), N_Z(d, s²)) grows
+    with d at every ε (negative ones too, the whole trade-off curve), so the
+    pair at Δ = m + 1 dominates each update. Exact sums over the integers."""
+    k = np.arange(-int(60 * s) - 80, int(60 * s) + 81, dtype=np.float64)
+    logp = -k ** 2 / (2 * s * s)
+    logp -= np.logaddexp.reduce(logp)
+    p0 = np.exp(logp)
+    curves = []
+    for d in range(1, 6):
+        pd = np.roll(p0, d)  # the support's ends hold < 1e-300
+        curves.append([np.sum(np.maximum(p0 - np.exp(e) * pd, 0.0))
+                       for e in np.linspace(-3, 3, 61)])
+    assert np.all(np.diff(np.asarray(curves), axis=0) >= -1e-15)
+
+
 @pytest.mark.parametrize("s, sens", [(0.6, 1), (1.5, 2), (3.0, 1), (40.0, 41)])
 def test_discrete_gaussian_renyi_divergence_below_the_continuous_one(s, sens):
     """Canonne, Kamath, Steinke (2020): D_α(N_Z(0, s²) || N_Z(Δ, s²)) ≤ αΔ²/(2s²)
@@ -260,17 +301,25 @@ def test_secure_fit_converges_at_large_epsilon(solver):
 
 
 def test_secure_fit_at_epsilon_one_has_the_calibrated_noise_scale():
-    """A classifier at ε = 1 fits, and its ledger's noise is (m + 1)/m times
-    the fast path's RDP noise."""
+    """A classifier at ε = 1 fits; with the rdp accountant its ledger's noise
+    is (m + 1)/m times the fast path's, with "auto" at most 1 % above the fast
+    path's "auto" (PLD of the discrete Gaussian)."""
     X, y = _data()
     labels = y > 0
-    sec = DPCoordinateDescentClassifier(solver="dp_cd", noise="secure").fit(X, labels)
-    fast = DPCoordinateDescentClassifier(solver="dp_cd", accountant="rdp",
-                                         random_state=0).fit(X, labels)
+
+    def noise(**kwargs):
+        model = DPCoordinateDescentClassifier(solver="dp_cd", **kwargs).fit(X, labels)
+        return model, np.asarray(model.privacy_ledger_.mechanisms[0].noise_scale)
+
+    sec, sec_rdp = noise(noise="secure", accountant="rdp")
+    fast, fast_rdp = noise(accountant="rdp", random_state=0)
     m = secure.RESOLUTION
-    np.testing.assert_allclose(sec.privacy_ledger_.mechanisms[0].noise_scale,
-                               np.asarray(fast.privacy_ledger_.mechanisms[0].noise_scale)
-                               * (m + 1) / m, rtol=1e-12)
+    np.testing.assert_allclose(sec_rdp, fast_rdp * (m + 1) / m, rtol=1e-12)
+    sec_auto, sec_auto_noise = noise(noise="secure")
+    _, fast_auto_noise = noise(random_state=0)
+    assert sec_auto.privacy_ledger_.accountant == "pld"
+    ratio = sec_auto_noise / fast_auto_noise
+    assert np.all(ratio >= 1.0) and np.all(ratio <= 1.01), ratio
     assert fast.privacy_ledger_.noise == "fast"
     assert "secret seed" in fast.privacy_ledger_.to_dict()["noise_guarantee"]
     assert sec.privacy_ledger_.flat_params()["privacy.noise"] == "secure"
@@ -281,7 +330,6 @@ def test_secure_mode_refuses_what_it_does_not_cover():
     for kwargs, match in ((dict(solver="dp_sgd"), "covers solver"),
                           (dict(solver="dp_gcd"), "covers solver"),
                           (dict(random_state=0), "random_state must be None"),
-                          (dict(accountant="pld"), "accounted by RDP"),
                           (dict(noise="exact"), "noise")):
         with pytest.raises(ValueError, match=match):
             DPCoordinateDescentRegressor(**{"noise": "secure", **kwargs}).fit(X, y)
@@ -440,7 +488,7 @@ def test_workflow_secure_runs_record_no_seed(solver, monkeypatch, tmp_path):
 
 def test_workflow_fast_runs_are_unchanged_and_secure_refusals():
     """Without ``noise`` (or with ``fast``) a chunk is today's seeded run; the
-    secure mode refuses the solvers and accountant it does not cover."""
+    secure mode refuses the solvers it does not cover."""
     from dpcd.sweep.run import run_chunk
 
     spec, problem = _sweep("dp_cd", "fast")
@@ -449,13 +497,10 @@ def test_workflow_fast_runs_are_unchanged_and_secure_refusals():
     again, _ = run_chunk(spec, 0, problem, 0.01)
     np.testing.assert_array_equal(table["objective"], again["objective"])
     assert (table["seed"] >= 0).all()
-    for solver, accountant, match in (("dp_sgd", "auto", "covers solver"),
-                                      ("dp_cd", "pld", "accounted by RDP")):
-        spec, problem = _sweep(solver, "secure", accountant)
-        spec["grid"] = {"step": [0.5], "clip": [1.0], "batch_size": [1]} \
-            if solver == "dp_sgd" else spec["grid"]
-        with pytest.raises(ValueError, match=match):
-            run_chunk(spec, 0, problem, 0.01)
+    spec, problem = _sweep("dp_sgd", "secure")
+    spec["grid"] = {"step": [0.5], "clip": [1.0], "batch_size": [1]}
+    with pytest.raises(ValueError, match="covers solver"):
+        run_chunk(spec, 0, problem, 0.01)
 
 
 def _secure_release_sampler(z, m=secure.RESOLUTION):
@@ -482,3 +527,22 @@ def test_audit_secure_gaussian_release():
     bad = audit.audit_scores(_secure_release_sampler(z / 4), delta=delta, n_runs=50_000,
                              alpha=1e-6, epsilon_claimed=eps)
     assert bad.epsilon_lb > eps
+
+
+def test_estimators_are_secure_by_default_and_fast_with_a_random_state():
+    """``noise="auto"`` (the default): secure without ``random_state`` where
+    every release of the fit has a secure mode, fast (seeded, reproducible)
+    with one; the ledger says which ran."""
+    X, y = _data(n=200)
+
+    def ledger(**kwargs):
+        return DPCoordinateDescentRegressor(**kwargs).fit(X, y).privacy_ledger_
+
+    assert ledger(solver="dp_cd").noise == "secure"
+    assert ledger(solver="dp_cd_p", bounds=10.0).noise == "secure"
+    fast = ledger(solver="dp_cd", random_state=3)
+    assert fast.noise == "fast"
+    assert "for research, not for release" in fast.to_dict()["noise_guarantee"]
+    # without public bounds dp_cd_p's feature-bound release has no secure mode
+    assert ledger(solver="dp_cd_p").noise == (
+        "secure" if secure.SECURE_FEATURE_BOUND else "fast")

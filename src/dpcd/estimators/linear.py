@@ -205,8 +205,13 @@ class _BaseDPLinear(BaseEstimator):
         return np.random.SeedSequence(run_entropy(_seed_of(self.random_state), identity))
 
     def _check_noise(self, solver):
-        """``self.noise``, refusing what the secure mode does not cover."""
-        noise = check_choice(self.noise, "noise", privacy.secure.NOISE_MODES)
+        """``self.noise`` resolved (``"auto"``: secure unless ``random_state``
+        is given or the fit has a release with no secure mode), refusing what
+        the secure mode does not cover."""
+        noise = check_choice(self.noise, "noise", ("auto",) + privacy.secure.NOISE_MODES)
+        if noise == "auto":
+            covered = privacy.secure.covers(solver, self._public_bounds(solver))
+            return "secure" if self.random_state is None and covered else "fast"
         if noise == "secure":
             if solver not in privacy.secure.SECURE_SOLVERS:
                 raise ValueError(f"noise='secure' covers solver "
@@ -218,6 +223,10 @@ class _BaseDPLinear(BaseEstimator):
                                  f"random_state is the fast path), got {self.random_state!r}")
         return noise
 
+    def _public_bounds(self, solver):
+        """Whether the fit needs no private feature-bound release (given
+        ``bounds``, or a solver that reads none)."""
+        return self.bounds is not None or algorithms.get(solver).smoothness != "private"
 
     def _config(self, spec, n_samples, n_features):
         """The run's hyperparameters in the order of the spec, then ``passes``:
@@ -369,13 +378,16 @@ default="auto"
         draw independent noise.  None draws fresh entropy.  A recorded seed
         lets anyone who has it subtract the noise: fix it to reproduce
         research, leave it None for a model you release.
-    noise : {"fast", "secure"}, default="fast"
-        ``"fast"``: floating-point samplers on a seeded generator (the
-        guarantee assumes an idealised sampler and a secret seed).
-        ``"secure"`` (dp_cd, dp_cd_p): released values rounded to a grid,
-        exact discrete Gaussian/Laplace noise from OpenDP and seeds from the
-        OS, never recorded; needs ``random_state=None`` and an ``"auto"``,
-        ``"rdp"`` or ``"paper"`` accountant (see docs/secure_noise.md).
+    noise : {"auto", "fast", "secure"}, default="auto"
+        ``"secure"``: released values rounded to a grid, exact discrete
+        Gaussian/Laplace noise and seeds from the OS, never recorded; needs
+        ``random_state=None`` (see docs/secure_noise.md).  ``"fast"``:
+        floating-point samplers on a seeded generator, reproducible from
+        ``random_state``; its guarantee assumes an idealised sampler and a
+        secret seed: for research, not for a model you release.  ``"auto"``:
+        secure when ``random_state`` is None and the fit's every release has
+        a secure mode (solvers dp_cd and dp_cd_p; with dp_cd_p, given
+        ``bounds``), fast otherwise.  The ledger's ``noise`` says which ran.
 """
 
 _ATTRIBUTES_DOC = """
@@ -436,7 +448,7 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
                  step="auto", clip="auto", penalty="l2", alpha=1e-3, l1_ratio=0.5,
                  fit_intercept=True, smoothness_fraction=0.1, bounds=None, batch_size="auto",
                  rule="gs_r", normalize_rows=True, accountant="auto", random_state=None,
-                 neighbouring="replace_one", noise="fast"):
+                 neighbouring="replace_one", noise="auto"):
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -536,7 +548,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
                  step="auto", clip="auto", penalty="l2", alpha=1e-4, l1_ratio=0.5,
                  fit_intercept=True, smoothness_fraction=0.1, bounds=None, classes=None,
                  batch_size="auto", rule="gs_r", normalize_rows=True, accountant="auto",
-                 random_state=None, neighbouring="replace_one", noise="fast"):
+                 random_state=None, neighbouring="replace_one", noise="auto"):
         self.solver = solver
         self.loss = loss
         self.epsilon = epsilon

@@ -29,13 +29,20 @@ Accounting.  A discrete Gaussian ``N_Z(0, s²)`` with integer sensitivity
 ``Δ`` has Rényi divergence at most ``α Δ²/(2 s²)`` at every order α, the
 continuous Gaussian's (Canonne, Kamath, Steinke, NeurIPS 2020, Prop. 5 /
 Thm. 4: it is ``Δ²/(2s²)``-zCDP).  So the RDP accountant's
-``GaussianDpEvent(z)`` composed ``T`` times bounds the secure DP-CD run, and
-the secure mode calibrates ``z`` with RDP (dp_accounting 0.6 has no discrete
-Gaussian event for its PLD accountant; the tests recompute ε with its
-discrete-Gaussian PLD, ``from_discrete_gaussian_mechanism``).  A discrete
-Laplace of scale ``t`` with integer sensitivity ``Δ`` is ``Δ/t``-DP exactly
-like the continuous one (the pmf ratio at shift ``Δ`` is ``e^{Δ/t}``), so
-the private smoothness release keeps its pure-DP line.
+``GaussianDpEvent(z)`` composed ``T`` times bounds the secure DP-CD run.
+Where the fast path's calibration is PLD's (``accountant`` ``"auto"`` when
+PLD wins, or ``"pld"``), the secure mode accounts the discrete Gaussian
+itself: dp_accounting's ``from_discrete_gaussian_mechanism`` (integer
+sensitivity ``m + 1``, connect-the-dots, a pessimistic estimate) composed
+``T`` times, at integer scales ``r·z·m`` for the ratios ``r`` of
+:data:`PLD_RATIOS` (the noise is ``r`` times the fast path's), the first
+that meets the target; if none does, RDP's scale.  Its Theorem 7 bounds the
+hockey-stick divergence of every shift ``|q − q'| ≤ Δ`` by that of the shift
+``Δ`` (tested by exact sums), so the pair at ``Δ = m + 1`` dominates each
+update, and dominating pairs compose.  A discrete Laplace of scale ``t``
+with integer sensitivity ``Δ`` is ``Δ/t``-DP exactly like the continuous
+one (the pmf ratio at shift ``Δ`` is ``e^{Δ/t}``), so the private
+smoothness release keeps its pure-DP line.
 
 Randomness that does not affect privacy (DP-CD's coordinate choices: the
 accounting holds for every fixed coordinate sequence) stays on the fast
@@ -45,16 +52,20 @@ generator, seeded from the OS's secure source and never recorded.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import secrets
 
 import numpy as np
+
+from dpcd.privacy import accounting, cache
 
 NOISE_MODES = ("fast", "secure")
 
 # What each mode's guarantee assumes (stated in every ledger).
 GUARANTEES = {
     "fast": ("floating-point samplers (numba/numpy) on a seeded PCG64 generator: "
-             "the guarantee assumes an idealised sampler and a secret seed"),
+             "the guarantee assumes an idealised sampler and a secret seed; "
+             "a reproducible run for research, not for release"),
     "secure": ("exact discrete samplers (OpenDP) from the OS's secure source, "
                "inputs rounded to a grid accounted in the sensitivity; seeds "
                "drawn from the OS and never recorded"),
@@ -67,9 +78,25 @@ RESOLUTION = 1000
 # Solvers the secure mode covers (the others are refused).
 SECURE_SOLVERS = ("dp_cd", "dp_cd_p")
 
+# Whether the private feature-bound release (dpcd.privacy.bounds) has a
+# secure mode: without one a secure fit needs public bounds.
+SECURE_FEATURE_BOUND = False
+
+
+def covers(solver: str, public_bounds: bool) -> bool:
+    """Whether a fit of ``solver`` has a secure mode for every release
+    (``public_bounds``: it needs no private feature bound)."""
+    return solver in SECURE_SOLVERS and (public_bounds or SECURE_FEATURE_BOUND)
+
 # Accountants the secure mode can use: RDP bounds the discrete Gaussian
-# (Canonne et al. 2020); "paper" reports RDP's ε for Theorem 3.1's noise.
-SECURE_ACCOUNTANTS = ("auto", "rdp", "paper")
+# (Canonne et al. 2020), PLD accounts it exactly; "paper" reports RDP's ε
+# for Theorem 3.1's noise.
+SECURE_ACCOUNTANTS = ("auto", "rdp", "pld", "paper")
+
+# Secure integer scales tried, as ratios to the fast path's PLD noise
+# (``r·z·m`` grid steps for the fast multiplier ``z``): the secure noise is
+# at most 1 % above the fast path's, or RDP's when no ratio is certified.
+PLD_RATIOS = (1.001, 1.004, 1.007, 1.01)
 
 
 def secure_entropy() -> int:
@@ -165,12 +192,44 @@ def check_grid(n: int, resolution: int = RESOLUTION) -> None:
 
 
 def check_accountant(accountant: str) -> str:
-    """The accountant the secure mode uses for ``accountant`` ("auto" → "rdp")."""
+    """``accountant``, refused unless the secure mode can account with it."""
     if accountant not in SECURE_ACCOUNTANTS:
-        raise ValueError(
-            f"accountant={accountant!r} with noise='secure': the discrete Gaussian is "
-            f"accounted by RDP (Canonne et al. 2020); use one of {SECURE_ACCOUNTANTS}")
-    return "rdp" if accountant == "auto" else accountant
+        raise ValueError(f"accountant={accountant!r} with noise='secure': use one of "
+                         f"{SECURE_ACCOUNTANTS}")
+    return accountant
+
+
+def discrete_gaussian_epsilon(scale: float, sensitivity: int, count: int,
+                              delta: float) -> float:
+    """ε at ``delta`` of ``count`` discrete Gaussians ``N_Z(0, scale²)`` with
+    integer ``sensitivity``: dp_accounting's PLD of the discrete Gaussian,
+    connect-the-dots, pessimistic, composed ``count`` times (cached)."""
+    inputs = {"scale": float(scale), "sensitivity": int(sensitivity),
+              "count": int(count), "delta": float(delta),
+              "discretization": accounting.PLD_DISCRETIZATION}
+    return cache.cached("discrete_gaussian_epsilon", inputs,
+                        lambda: _discrete_gaussian_epsilon(**inputs))
+
+
+@functools.lru_cache(maxsize=1024)
+def _discrete_gaussian_epsilon(scale, sensitivity, count, delta, discretization):
+    from dp_accounting.pld import privacy_loss_distribution
+
+    pld = privacy_loss_distribution.from_discrete_gaussian_mechanism(
+        scale, sensitivity=sensitivity, value_discretization_interval=discretization,
+        use_connect_dots=True)
+    return float(pld.self_compose(count).get_epsilon_for_delta(delta))
+
+
+def _pld_integer_scale(z, steps, epsilon, delta, resolution):
+    """The smallest integer scale ``r·z·m`` (``r`` in :data:`PLD_RATIOS`) whose
+    discrete Gaussian PLD meets ``epsilon``, and its ε; None if none does."""
+    for ratio in PLD_RATIOS:
+        scale = ratio * z * resolution
+        achieved = discrete_gaussian_epsilon(scale, resolution + 1, steps, delta)
+        if achieved <= epsilon:
+            return scale, achieved
+    return None
 
 
 def check_workflow(solver: str, accountant: str) -> None:
@@ -210,8 +269,10 @@ def secure_dp_cd(calibration, n: int, resolution: int = RESOLUTION) -> SecureGau
     Parameters
     ----------
     calibration : dpcd.privacy.Calibration
-        From :func:`dpcd.privacy.calibrate_dp_cd` with an RDP (or "paper")
-        accountant: its ``z`` bounds the discrete Gaussian too.
+        From :func:`dpcd.privacy.calibrate_dp_cd`: an RDP (or "paper")
+        multiplier ``z`` bounds the discrete Gaussian of scale ``z·(m + 1)``
+        too; a PLD one is the start of the discrete Gaussian's own PLD
+        calibration (:data:`PLD_RATIOS`), RDP's ``z`` if that fails.
     n : int
         Number of records (the grid must be fine enough, :func:`check_grid`).
     resolution : int
@@ -222,26 +283,49 @@ def secure_dp_cd(calibration, n: int, resolution: int = RESOLUTION) -> SecureGau
     SecureGaussian
     """
     ledger = calibration.ledger
-    if ledger.accountant not in ("rdp", "paper"):
-        raise ValueError(f"secure DP-CD needs an rdp calibration, got {ledger.accountant!r}")
     check_grid(n, resolution)
     mech = ledger.mechanisms[0]
+    line = ledger.budget[0]
+    steps, delta = int(calibration.steps), float(ledger.delta)
+    epsilon = float(ledger.epsilon_target)
+    accountant, achieved = ledger.accountant, float(calibration.epsilon_achieved)
     z = float(calibration.noise_multiplier)
+    found = (_pld_integer_scale(z, steps, epsilon, delta, resolution)
+             if accountant == "pld" else None)
+    if found is not None:
+        scale, achieved = found
+        event = (f"SelfComposed(DiscreteGaussian(sigma={scale!r}, sensitivity="
+                 f"{resolution + 1}), {steps}): dp_accounting PLD of the discrete "
+                 "Gaussian, connect-the-dots")
+        line = dataclasses.replace(line, epsilon_achieved=achieved, dp_event=event)
+        how = "PLD of the discrete Gaussian (dp_accounting, connect-the-dots)"
+    else:
+        if accountant == "pld":  # no ratio certified: RDP's multiplier
+            z, achieved, accountant = accounting.calibrate_multiplier(
+                ("gaussian", steps), epsilon, delta, "rdp", ledger.neighbouring)
+            line = dataclasses.replace(line, accountant="rdp", epsilon_achieved=achieved,
+                                       dp_event=repr(accounting.make_event(
+                                           ("gaussian", steps), z)))
+        scale = z * (resolution + 1)
+        how = "RDP of the discrete Gaussian <= the continuous one (Canonne et al. 2020)"
     delta_j = np.asarray(mech.sensitivity, dtype=np.float64)
     grid = delta_j / resolution
     charged = (resolution + 1) * grid  # Δ_j + γ_j
-    scales = z * charged
+    scales = scale * grid
     secure_mech = dataclasses.replace(
         mech, kind="discrete_gaussian", sensitivity=charged.tolist(),
-        noise_scale=scales.tolist(),
+        noise_multiplier=scale / (resolution + 1), noise_scale=scales.tolist(),
         note=(f"{mech.note}; rounded to the grid Δ_j/{resolution}, sensitivity "
               f"Δ_j + grid ({resolution + 1} grid steps), exact discrete Gaussian of "
-              f"scale {z * (resolution + 1):.6g} grid steps; RDP of the discrete "
-              "Gaussian <= the continuous one (Canonne et al. 2020)"))
+              f"scale {scale:.6g} grid steps; {how}"))
     secure_ledger = dataclasses.replace(
-        ledger, mechanisms=(secure_mech,) + tuple(ledger.mechanisms[1:]), noise="secure")
-    cal = dataclasses.replace(calibration, noise_scales=scales, ledger=secure_ledger)
-    return SecureGaussian(grid=grid, integer_scale=z * (resolution + 1), calibration=cal)
+        ledger, mechanisms=(secure_mech,) + tuple(ledger.mechanisms[1:]), noise="secure",
+        accountant=accountant, epsilon_achieved=achieved,
+        budget=[line] + list(ledger.budget[1:]))
+    cal = dataclasses.replace(calibration, noise_multiplier=scale / (resolution + 1),
+                              noise_scales=scales, ledger=secure_ledger,
+                              epsilon_achieved=achieved)
+    return SecureGaussian(grid=grid, integer_scale=scale, calibration=cal)
 
 
 def secure_laplace_release(means, sensitivity, multiplier: float,
@@ -269,5 +353,5 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
 
 
 __all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_SOLVERS", "SecureGaussian",
-           "check_accountant", "check_grid", "check_workflow", "discrete_gaussian", "discrete_laplace",
+           "check_accountant", "check_grid", "covers", "discrete_gaussian_epsilon", "check_workflow", "discrete_gaussian", "discrete_laplace",
            "round_to_grid", "secure_dp_cd", "secure_entropy", "secure_laplace_release"]

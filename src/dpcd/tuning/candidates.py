@@ -201,7 +201,8 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
     if reason is not None:
         raise ValueError(f"solver={solver!r} cannot be a private-search candidate: {reason}")
     spec = algorithms.get(solver)
-    if getattr(estimator, "noise", "fast") != "fast":
+    # "auto" is fast here: the search sets every candidate's random_state
+    if getattr(estimator, "noise", "fast") not in ("fast", "auto"):
         raise ValueError("noise: private search runs with noise='fast' only")
     relation = _relation(estimator)
     spec.check_neighbouring(relation)
