@@ -79,8 +79,8 @@ RESOLUTION = 1000
 SECURE_SOLVERS = ("dp_cd", "dp_cd_p")
 
 # Whether the private feature-bound release (dpcd.privacy.bounds) has a
-# secure mode: without one a secure fit needs public bounds.
-SECURE_FEATURE_BOUND = False
+# secure mode (secure_feature_bound): without one a secure fit needs public bounds.
+SECURE_FEATURE_BOUND = True
 
 
 def covers(solver: str, public_bounds: bool) -> bool:
