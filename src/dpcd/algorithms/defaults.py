@@ -30,6 +30,8 @@ and target standardised) is checked on public information only, with a
 warning (:mod:`dpcd.estimators.warnings`).
 """
 
+import dataclasses
+
 AUTO = "auto"
 
 # Target standard deviation of the noise in a prediction, per loss: a tenth
@@ -82,7 +84,9 @@ def resolve_clip(spec, problem, config, budget, private_smoothness=None, tau=Non
     """
     if tau is None:
         tau = TAU[problem.datafit.name]
-    noise = float(spec.prediction_noise(problem, config, budget, private_smoothness))
+    # the fast path's calibration: both noise modes get the same threshold
+    fast = dataclasses.replace(budget, noise="fast")
+    noise = float(spec.prediction_noise(problem, config, fast, private_smoothness))
     config = dict(config)
     if noise > tau:
         config["clip"] = config["clip"] * (tau / noise)
