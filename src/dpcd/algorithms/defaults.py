@@ -61,6 +61,18 @@ def is_auto(value):
     return isinstance(value, str) and value == AUTO
 
 
+def prediction_noise(spec, problem, config, budget, private_smoothness=None):
+    """The spec's ``prediction_noise`` at ``config``, from the fast path's
+    calibration (so both noise modes get the same threshold)."""
+    fast = dataclasses.replace(budget, noise="fast")
+    return float(spec.prediction_noise(problem, config, fast, private_smoothness))
+
+
+def target(problem):
+    """:data:`TAU` of the problem's loss."""
+    return TAU[problem.datafit.name]
+
+
 def resolve_clip(spec, problem, config, budget, private_smoothness=None, tau=None):
     """``config`` with its threshold scaled so that the prediction noise is at
     most ``tau`` (the nominal threshold when it already is).
@@ -73,7 +85,7 @@ def resolve_clip(spec, problem, config, budget, private_smoothness=None, tau=Non
     problem, config, budget, private_smoothness
         As the spec's ``run`` takes them.
     tau : float, optional
-        Default: :data:`TAU` of the problem's loss.
+        Default: :func:`target`.
 
     Returns
     -------
@@ -82,11 +94,8 @@ def resolve_clip(spec, problem, config, budget, private_smoothness=None, tau=Non
     noise : float
         The prediction noise at the nominal threshold.
     """
-    if tau is None:
-        tau = TAU[problem.datafit.name]
-    # the fast path's calibration: both noise modes get the same threshold
-    fast = dataclasses.replace(budget, noise="fast")
-    noise = float(spec.prediction_noise(problem, config, fast, private_smoothness))
+    tau = target(problem) if tau is None else tau
+    noise = prediction_noise(spec, problem, config, budget, private_smoothness)
     config = dict(config)
     if noise > tau:
         config["clip"] = config["clip"] * (tau / noise)

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget, defaults, dp_gcd
 from dpcd.algorithms.defaults import is_auto, resolve_clip
+from dpcd.estimators import checks
 from dpcd.algorithms.prepare import Fit, problem_alpha
 from dpcd.leak import warn_nonprivate
 from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
@@ -171,9 +172,9 @@ class _BaseDPLinear(BaseEstimator):
                       name for name in ("step", "clip", "passes", "batch_size")
                       if is_auto(getattr(self, name))))
         prepared = spec.prepare(spec, X, y, fit)
-        if is_auto(self.clip) and spec.prediction_noise is not None:
-            prepared.config, _ = resolve_clip(spec, prepared.problem, prepared.config,
-                                                  budget, prepared.private_smoothness)
+        self._apply_noise_rule(spec, prepared, budget, n_samples, epsilon)
+        checks.check_feature_scale(prepared, spec, prepared.problem.datafit,
+                                   self.fit_intercept)
         solver_ss, _ = streams()
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = spec.run(prepared.problem, prepared.config, seed, budget,
@@ -185,6 +186,25 @@ class _BaseDPLinear(BaseEstimator):
         self.n_iter_ = config["passes"]
         self.n_updates_ = int(result.n_updates)
         return result.w * prepared.scale
+
+    def _apply_noise_rule(self, spec, prepared, budget, n_samples, epsilon):
+        """``clip="auto"``: scale the threshold by the noise rule
+        (:func:`dpcd.algorithms.defaults.resolve_clip`); either way warn when
+        the noise dominates (:func:`dpcd.estimators.checks.check_noise`)."""
+        self._noise_dominates = False
+        if spec.prediction_noise is None:
+            return
+        problem, nominal = prepared.problem, prepared.config["clip"]
+        if is_auto(self.clip):
+            prepared.config, noise = resolve_clip(spec, problem, prepared.config, budget,
+                                                  prepared.private_smoothness)
+        else:
+            noise = defaults.prediction_noise(spec, problem, prepared.config, budget,
+                                              prepared.private_smoothness)
+        tau = defaults.target(problem)
+        checks.check_noise(spec, prepared.config, nominal, noise, tau, is_auto(self.clip),
+                           n_samples, epsilon)
+        self._noise_dominates = not is_auto(self.clip) and noise > tau
 
     def _seed_sequence(self, spec, epsilon, delta, accountant, config):
         """``SeedSequence(run_entropy(random_state, settings))``: fits that differ in
@@ -487,6 +507,9 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         w = self._fit(X, y)
         self.coef_ = w[:X.shape[1]].copy()
         self.intercept_ = float(w[-1]) if self.fit_intercept else 0.0
+        # DP-SCD's intercept is on its rows' scale; a noisy one says nothing
+        if not self._record_norm() and not self._noise_dominates:
+            checks.check_target_scale(self.intercept_)
         warn_nonprivate(self.privacy_ledger_.nonprivate_inputs)
         return self
 
