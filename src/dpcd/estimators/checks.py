@@ -5,7 +5,8 @@ releases or declares non-private, so a warning costs no privacy:
 
 * **noise**: the calibrated noise (the spec's ``prediction_noise``,
   :mod:`dpcd.algorithms.defaults`) is too large for the data and budget:
-  with ``clip="auto"`` the noise rule had to cut the threshold to under
+  with ``clip="auto"`` the noise rule had to cut a relative threshold
+  (DP-CD, DP-GCD: nominally the gradients' own scale) to under
   :data:`SHRINK_WARNING` of its nominal value (the fit then stays near the
   intercept); with a given ``clip``, the noise exceeds the rule's target.
 * **features**: the smoothness constants the fit uses (exact ones, already
@@ -45,8 +46,10 @@ def check_noise(spec, config, nominal_clip, noise, tau, auto_clip, n_samples, ep
     what = (f"n * epsilon = {n_samples * epsilon:.3g} with solver={spec.name!r} and "
             f"passes={config['passes']}")
     if auto_clip:
+        # a relative threshold's nominal value is the gradients' own scale (an
+        # absolute one's, DP-SGD's and DP-SCD's, is not: no verdict from it)
         share = config["clip"] / nominal_clip
-        if share < SHRINK_WARNING:
+        if spec.relative_clip and share < SHRINK_WARNING:
             _warn(f"{what}: the noise would dominate, so clip='auto' cut the clipping "
                   f"threshold to {share:.2g} of its nominal value and the model stays "
                   "near the intercept (about the mean or majority class). Give more "
