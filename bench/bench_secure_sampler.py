@@ -14,6 +14,11 @@ rate of
 * ``numpy``: numpy's float ``normal`` / ``laplace`` (the fast path's kind of
   noise, not exact), for scale.
 
+A second table times short fills in a numba loop, as a kernel draws per
+step (vector lengths 1, 8 and 105: one coordinate, California, Adult), at
+scale 1001, against numba's own ``np.random.normal`` / ``laplace`` in the
+same loop.
+
 Rates are draws per second of process CPU time (``time.process_time``), so
 they estimate one core's throughput on a shared machine; the wall-clock
 rates are printed beside them. Medians of ``REPEATS`` timings, interleaved so
@@ -24,6 +29,7 @@ import statistics
 import time
 
 import numpy as np
+from numba import njit
 
 from dpcd.privacy import exact, keystream, secure
 
@@ -31,6 +37,29 @@ REPEATS = 3
 DRAWS = 2_000_000
 OPENDP_DRAWS = 20_000
 SCALES = (1.0, 3.0, 5.0, 500.5, 1001.0, 10_010.0, 200_200.0, 1_000_000.0)
+LENGTHS = (1, 8, 105)
+
+
+@njit
+def _steps_exact(gaussian, state, scale, out, steps):
+    total = 0
+    for _ in range(steps):
+        if gaussian:
+            exact.fill_discrete_gaussian(state, scale, out)
+        else:
+            exact.fill_discrete_laplace(state, scale, out)
+        total += out[0]
+    return total
+
+
+@njit
+def _steps_numba(gaussian, scale, out, steps):
+    total = 0.0
+    for _ in range(steps):
+        for j in range(out.size):
+            out[j] = np.random.normal(0.0, scale) if gaussian else np.random.laplace(0.0, scale)
+        total += out[0]
+    return total
 
 
 def _rate(run, n):
@@ -63,6 +92,23 @@ def main():
             print(f"{law:<9} {scale:>10.6g} {med['exact']:>11.3e} {med['wall']:>11.3e} "
                   f"{med['opendp']:>10.3e} {med['numpy']:>11.3e} "
                   f"{med['exact'] / med['opendp']:>9.0f} {med['exact'] / med['numpy']:>8.2f}")
+    print(f"\n{'law':<9} {'length':>6} {'exact/s':>11} {'numba/s':>11} {'x numba':>8}")
+    for gaussian in (True, False):
+        for length in LENGTHS:
+            ints, floats = np.empty(length, dtype=np.int64), np.empty(length)
+            steps = max(1, DRAWS // length)
+            _steps_exact(gaussian, state, 1001.0, ints, 1)
+            _steps_numba(gaussian, 1001.0, floats, 1)
+            rates = {"exact": [], "numba": []}
+            for _ in range(REPEATS):
+                rates["exact"].append(_rate(lambda: _steps_exact(gaussian, state, 1001.0, ints,
+                                                                 steps), steps * length)[0])
+                rates["numba"].append(_rate(lambda: _steps_numba(gaussian, 1001.0, floats, steps),
+                                            steps * length)[0])
+            med = {k: statistics.median(v) for k, v in rates.items()}
+            law = "gaussian" if gaussian else "laplace"
+            print(f"{law:<9} {length:>6} {med['exact']:>11.3e} {med['numba']:>11.3e} "
+                  f"{med['exact'] / med['numba']:>8.2f}")
 
 
 if __name__ == "__main__":

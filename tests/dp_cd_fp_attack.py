@@ -63,7 +63,7 @@ def attack_dp_cd(noise: str = "fast", n_runs: int = 3_000, n_features: int = 204
     ----------
     noise : {"fast", "secure"}
         ``"secure"`` runs ``dp_cd`` with :func:`dpcd.privacy.secure.secure_dp_cd`
-        of an RDP calibration, as the estimators do.
+        of the same calibration, as the estimators do.
     n_runs : int
         Runs per dataset.
     n_features, passes, clip : int, float, float
@@ -79,12 +79,8 @@ def attack_dp_cd(noise: str = "fast", n_runs: int = 3_000, n_features: int = 204
     """
     X, y, y_prime, reference = dp_cd_pair(n_features, clip)
     n, p = X.shape
-    if noise == "secure":
-        calibration = calibrate_dp_cd(n, p, passes, clip, epsilon, delta, accountant="rdp")
-        exact = secure_dp_cd(calibration, n)
-    else:
-        calibration = calibrate_dp_cd(n, p, passes, clip, epsilon, delta)
-        exact = None
+    calibration = calibrate_dp_cd(n, p, passes, clip, epsilon, delta)
+    exact = secure_dp_cd(calibration, n) if noise == "secure" else None
 
     def release(neighbour, run_seed):
         return dp_cd(X, y_prime if neighbour else y, Squares(), NoPenalty(),

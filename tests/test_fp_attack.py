@@ -62,7 +62,9 @@ def test_one_call_with_many_columns_is_many_one_coordinate_releases():
 
 
 def test_fast_smoothness_release_is_broken():
-    """10⁶ runs per side: 12.08 seen (the most 10⁶ runs can show is about 12.5)."""
+    """10⁶ runs per side: 12.08 seen (the most 10⁶ runs can show is about 12.5).
+    Below 5 would need the test to fire on fewer than 0.06 % of the releases
+    from D' instead of 65 %: for another seed, a chance far below 1e-100."""
     result = fp_attack.attack_smoothness("fast", n_runs=1_000_000, seed=0)
     assert result.fpr_hi < 4e-6  # no release from D was flagged
     assert result.epsilon_lb >= 5 * EPSILON
@@ -79,7 +81,9 @@ def test_secure_smoothness_release_holds():
 
 def test_fast_dp_cd_is_broken():
     """512 Gaussian updates claimed (1, 1e-5)-DP; 3 000 runs per side: 5.92 seen
-    (a run costs about 0.5 ms of CPU)."""
+    (a run costs about 0.5 ms of CPU). Below 5 would need the test to fire on
+    fewer than 18 % of the runs on D instead of 46 %: for another seed, 28
+    standard errors away, a chance far below 1e-100."""
     result = attack_dp_cd("fast", n_runs=3_000, seed=0)
     assert result.fpr_hi < 2e-3  # no run on D' was flagged
     assert result.epsilon_lb >= 5 * EPSILON

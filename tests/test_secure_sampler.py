@@ -194,12 +194,13 @@ def test_exact_path_agrees_draw_for_draw():
         fill(_state(14), scale, fast)
         fill(_state(14, guard=60), scale, slow)
         np.testing.assert_array_equal(fast, slow)
-    state, slow_state = _state(15), _state(15, guard=60)
-    fast = [exact.geometric(state, 0.01) for _ in range(300)]
-    slow = [exact.geometric(slow_state, 0.01) for _ in range(300)]
-    assert fast == slow
-    assert exact.EXACT_PATH_CALLS["laplace"] >= before.get("laplace", 0) + 300 + 600
-    assert exact.EXACT_PATH_CALLS["accept"] >= before.get("accept", 0) + 600
+    for sampler, scale in ((exact.geometric, 0.01), (exact.discrete_laplace, 3.5),
+                           (exact.discrete_gaussian, 1.5)):       # the one-draw paths
+        state, slow_state = _state(15), _state(15, guard=60)
+        fast = [sampler(state, scale) for _ in range(300)]
+        assert [sampler(slow_state, scale) for _ in range(300)] == fast
+    assert exact.EXACT_PATH_CALLS["laplace"] >= before.get("laplace", 0) + 2 * 300 + 3 * 300
+    assert exact.EXACT_PATH_CALLS["accept"] >= before.get("accept", 0) + 3 * 300
     assert exact.EXACT_PATH_CALLS["geometric"] >= before.get("geometric", 0) + 300
 
 
@@ -226,3 +227,13 @@ def test_exact_path_reads_more_bits_when_the_prefix_straddles():
         assert (high <= theta) if below else (low >= theta)
         answers.add(below)
     assert answers == {True, False}
+
+
+@pytest.mark.parametrize("sampler, bad", [
+    (exact.discrete_laplace, 0.0), (exact.discrete_laplace, np.nan),
+    (exact.discrete_laplace, 2.0 ** 41), (exact.discrete_gaussian, 2.0 ** -11),
+    (exact.discrete_gaussian, np.inf), (exact.geometric, 0.0), (exact.geometric, 1.5),
+])
+def test_parameters_out_of_range_are_refused(sampler, bad):
+    with pytest.raises(ValueError):
+        sampler(_state(16), bad)

@@ -348,18 +348,36 @@ def _laplace_exact_path(state, prefix, t):
 
 # Proposals handled per batch: the libm calls run in tight loops of their own.
 _BATCH = 128
+# Below this many draws, a fill draws one at a time (a batch's scratch arrays cost more).
+_SMALL = 16
+
+
+@njit(cache=True, inline="always")
+def _laplace_draw(state, t, c, widen):
+    """One discrete Laplace draw, the checks of the fills one at a time."""
+    word = next_u64(state)
+    prefix = _prefix(word)
+    m = _laplace_magnitude(prefix, np.log(np.float64(prefix) * _ULP53), t, c, widen)
+    if m < 0:
+        m = _laplace_exact_path(state, prefix, t)
+    return -m if word & np.uint64(1) else m
 
 
 @njit(cache=True)
 def fill_discrete_laplace(state, t, out):
-    """Fill ``out`` (int64[:]) with i.i.d. :func:`discrete_laplace` draws."""
+    """Fill ``out`` (int64[:]) with i.i.d. :func:`discrete_laplace` draws (in batches)."""
     c = _laplace_constant(t)
     widen = _widen(state)
-    words = np.empty(_BATCH, dtype=np.uint64)
-    lg = np.empty(_BATCH)
-    mag = np.empty(_BATCH, dtype=np.int64)
-    for start in range(0, out.size, _BATCH):
-        k = min(_BATCH, out.size - start)
+    if out.size < _SMALL:
+        for i in range(out.size):
+            out[i] = _laplace_draw(state, t, c, widen)
+        return
+    batch = min(_BATCH, out.size)
+    words = np.empty(batch, dtype=np.uint64)
+    lg = np.empty(batch)
+    mag = np.empty(batch, dtype=np.int64)
+    for start in range(0, out.size, batch):
+        k = min(batch, out.size - start)
         fill_u64(state, words[:k])
         for j in range(k):
             lg[j] = np.log(np.float64(_prefix(words[j])) * _ULP53)
@@ -379,13 +397,7 @@ def discrete_laplace(state, t):
     ``t`` in ``[2⁻¹⁰, 2⁴⁰]``; one keystream word per draw (almost always).
     For many draws, :func:`fill_discrete_laplace` is faster.
     """
-    word = next_u64(state)
-    prefix = _prefix(word)
-    lg = np.log(np.float64(prefix) * _ULP53)
-    m = _laplace_magnitude(prefix, lg, t, _laplace_constant(t), _widen(state))
-    if m < 0:
-        m = _laplace_exact_path(state, prefix, t)
-    return -m if word & np.uint64(1) else m
+    return _laplace_draw(state, t, _laplace_constant(t), _widen(state))
 
 
 @njit(cache=True, inline="always")
@@ -431,62 +443,9 @@ def _gaussian_constants(sigma):
     return t, _laplace_constant(t), 1.0 / sigma, sigma / t
 
 
-@njit(cache=True)
-def fill_discrete_gaussian(state, sigma, out):
-    """Fill ``out`` (int64[:]) with i.i.d. :func:`discrete_gaussian` draws.
-
-    Proposals are made in batches, two keystream words each (the discrete
-    Laplace's, the acceptance's), about 1.3 per draw; the accepted ones fill
-    ``out`` in order, and those left over when ``out`` is full are dropped.
-    """
-    t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
-    widen = _widen(state)
-    words = np.empty(2 * _BATCH, dtype=np.uint64)
-    mag = np.empty(_BATCH, dtype=np.int64)
-    v = np.empty(_BATCH)
-    gamma = np.empty(_BATCH)
-    ex = np.empty(_BATCH)
-    decision = np.empty(_BATCH, dtype=np.int64)
-    i = 0
-    while i < out.size:
-        left = out.size - i
-        k = min(_BATCH, left + left // 2 + 1)
-        fill_u64(state, words[:2 * k])
-        # the loops without branches or calls vectorise; libm's calls get loops of their own
-        for j in range(k):
-            ex[j] = np.log(np.float64(_prefix(words[2 * j])) * _ULP53)
-        for j in range(k):
-            mag[j] = _laplace_magnitude(_prefix(words[2 * j]), ex[j], t, c, widen)
-        for j in range(k):
-            if mag[j] < 0:
-                mag[j] = _laplace_exact_path(state, _prefix(words[2 * j]), t)
-        for j in range(k):
-            v[j], gamma[j] = _acceptance_exponent(mag[j], inv_sigma, sigma_over_t)
-        for j in range(k):
-            ex[j] = np.exp(-min(gamma[j], 745.0))
-        for j in range(k):
-            decision[j] = _accept_decision(_prefix(words[2 * j + 1]), mag[j], v[j], gamma[j],
-                                           ex[j], inv_sigma, widen)
-        for j in range(k):
-            accept = decision[j]
-            if accept < 0:
-                accept = _accept_exact_path(state, _prefix(words[2 * j + 1]), mag[j], sigma, t)
-            if accept == 1:
-                out[i] = -mag[j] if words[2 * j] & np.uint64(1) else mag[j]
-                i += 1
-                if i == out.size:
-                    break
-
-
-@njit(cache=True)
-def discrete_gaussian(state, sigma):
-    """A discrete Gaussian draw: ``P(k) ∝ exp(−k²/(2σ²))`` on the integers.
-
-    ``σ`` in ``[2⁻¹⁰, 2⁴⁰]`` (Canonne, Kamath, Steinke 2020, Algorithm 3).
-    For many draws, :func:`fill_discrete_gaussian` is faster.
-    """
-    t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
-    widen = _widen(state)
+@njit(cache=True, inline="always")
+def _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, widen):
+    """One discrete Gaussian draw, the checks of the fills one proposal at a time."""
     while True:
         word = next_u64(state)
         accept_prefix = _prefix(next_u64(state))
@@ -501,6 +460,74 @@ def discrete_gaussian(state, sigma):
             accept = _accept_exact_path(state, accept_prefix, m, sigma, t)
         if accept == 1:
             return -m if word & np.uint64(1) else m
+
+
+@njit(cache=True)
+def fill_discrete_gaussian(state, sigma, out):
+    """Fill ``out`` (int64[:]) with i.i.d. :func:`discrete_gaussian` draws.
+
+    Proposals are made in batches, two keystream words each (the discrete
+    Laplace's, the acceptance's), about 1.3 per draw; the accepted ones fill
+    ``out`` in order, and those left over when ``out`` is full are dropped
+    (the stopping rule depends only on their number, so the law is intact).
+    Fewer than ``_SMALL`` draws are made one at a time.
+    """
+    t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
+    widen = _widen(state)
+    if out.size < _SMALL:
+        for i in range(out.size):
+            out[i] = _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, widen)
+        return
+    batch = min(_BATCH, out.size + out.size // 2 + 1)
+    words = np.empty(2 * batch, dtype=np.uint64)
+    floats = np.empty((4, batch))
+    lg, v, gamma, theta = floats[0], floats[1], floats[2], floats[3]
+    ints = np.empty((3, batch), dtype=np.int64)
+    mag, decision, draws = ints[0], ints[1], ints[2]
+    i = 0
+    while i < out.size:
+        left = out.size - i
+        k = min(batch, left + left // 2 + 1)
+        fill_u64(state, words[:2 * k])
+        # loops without branches or calls vectorise, libm's calls get loops of their
+        # own, and the rare exact paths are taken in loops apart
+        for j in range(k):
+            lg[j] = np.log(np.float64(_prefix(words[2 * j])) * _ULP53)
+        for j in range(k):
+            mag[j] = _laplace_magnitude(_prefix(words[2 * j]), lg[j], t, c, widen)
+        for j in range(k):
+            if mag[j] < 0:
+                mag[j] = _laplace_exact_path(state, _prefix(words[2 * j]), t)
+        for j in range(k):
+            v[j], gamma[j] = _acceptance_exponent(mag[j], inv_sigma, sigma_over_t)
+        for j in range(k):
+            theta[j] = np.exp(-min(gamma[j], 745.0))
+        for j in range(k):
+            decision[j] = _accept_decision(_prefix(words[2 * j + 1]), mag[j], v[j], gamma[j],
+                                           theta[j], inv_sigma, widen)
+        for j in range(k):
+            if decision[j] < 0:
+                decision[j] = _accept_exact_path(state, _prefix(words[2 * j + 1]), mag[j],
+                                                 sigma, t)
+        # the accepted proposals, in order
+        n_accepted = 0
+        for j in range(k):
+            draws[n_accepted] = -mag[j] if words[2 * j] & np.uint64(1) else mag[j]
+            n_accepted += decision[j]
+        n_accepted = min(n_accepted, left)
+        out[i:i + n_accepted] = draws[:n_accepted]
+        i += n_accepted
+
+
+@njit(cache=True)
+def discrete_gaussian(state, sigma):
+    """A discrete Gaussian draw: ``P(k) ∝ exp(−k²/(2σ²))`` on the integers.
+
+    ``σ`` in ``[2⁻¹⁰, 2⁴⁰]`` (Canonne, Kamath, Steinke 2020, Algorithm 3).
+    For many draws, :func:`fill_discrete_gaussian` is faster.
+    """
+    t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
+    return _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, _widen(state))
 
 
 __all__ = ["MAX_SCALE", "MIN_SCALE", "bernoulli", "discrete_gaussian", "discrete_laplace",

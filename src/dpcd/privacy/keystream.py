@@ -13,15 +13,10 @@ operating system's secure source (:mod:`secrets`):
   keystream, and the position of the next unread word;
 * :func:`next_u64` returns the next 8 bytes of keystream as a little-endian
   ``uint64`` and refills the buffer, ``BLOCKS`` blocks at a time, when it is
-  empty.
-
-Hot loops can skip :func:`next_u64`'s per-call cost (numba counts the
-references of an array passed to an inlined function): they keep the read
-position in a local, ``pos = np.int64(state[POS])``, call
-:func:`refill` (which sets it to 0) when fewer than the words they need are
-left (``pos + k > WORDS``), read ``state[BUF + pos]``, and store
-``state[POS] = pos`` back before any call that draws from the state and at
-the end. Every word is read once; words skipped at a refill are discarded.
+  empty (inlined into the calling kernel);
+* :func:`fill_u64` copies the next words into an array, for loops that
+  need many (it avoids :func:`next_u64`'s per-call reference counting of
+  the state array, which costs about as much as computing a word).
 
 So the words are exactly the bytes of the keystream that ``cryptography``'s
 ChaCha20 (OpenSSL) produces for the same key and 16-byte counter-and-nonce
@@ -38,11 +33,11 @@ from numba import njit
 
 # Blocks of keystream computed per refill (64 bytes each).
 BLOCKS = 32
-WORDS = 8 * BLOCKS           # uint64 words in the buffer
-POS = 16                     # index of the read position in the buffer
+_WORDS = 8 * BLOCKS          # uint64 words in the buffer
+_POS = 16                    # index of the read position in the buffer
 GUARD = 17                   # exact.py's guard-band widening (0 except in tests)
-BUF = 18                     # index of the buffer's first word
-STATE_SIZE = BUF + WORDS
+_BUF = 18                    # index of the buffer's first word
+STATE_SIZE = _BUF + _WORDS
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 # "expand 32-byte k", little-endian words
@@ -77,7 +72,7 @@ def state_from_key(key: bytes, nonce: bytes = bytes(8), counter: int = 0,
     state[12] = counter & 0xFFFFFFFF
     state[13] = (counter >> 32) & 0xFFFFFFFF
     state[14:16] = np.frombuffer(nonce, dtype="<u4")
-    state[POS] = WORDS       # buffer empty: the first draw refills it
+    state[_POS] = _WORDS       # buffer empty: the first draw refills it
     state[GUARD] = guard
     return state
 
@@ -160,38 +155,38 @@ def chacha20_blocks(inp, out, offset, n_blocks):
 
 
 @njit(cache=True)
-def refill(state):
-    """Fill the buffer with the next BLOCKS blocks, advance the counter, set the position to 0."""
-    chacha20_blocks(state, state, BUF, BLOCKS)
+def _refill(state):
+    """Fill the buffer with the next BLOCKS blocks; advance the counter; position 0."""
+    chacha20_blocks(state, state, _BUF, BLOCKS)
     counter = (state[12] | (state[13] << np.uint64(32))) + np.uint64(BLOCKS)
     state[12] = counter & _MASK32
     state[13] = counter >> np.uint64(32)
-    state[POS] = 0
+    state[_POS] = 0
 
 
 @njit(cache=True, inline="always")
 def next_u64(state):
     """The next 64 bits of the keystream, as a uint64 (advances ``state``)."""
-    pos = state[POS]
-    if pos >= WORDS:
-        refill(state)
-        pos = state[POS]
-    state[POS] = pos + np.uint64(1)
-    return state[BUF + pos]
+    pos = state[_POS]
+    if pos >= _WORDS:
+        _refill(state)
+        pos = state[_POS]
+    state[_POS] = pos + np.uint64(1)
+    return state[_BUF + pos]
 
 
 @njit(cache=True)
 def fill_u64(state, out):
     """Fill ``out`` (uint64[:]) with the next words of the keystream."""
-    pos = np.int64(state[POS])
+    pos = np.int64(state[_POS])
     for i in range(out.size):
-        if pos >= WORDS:
-            refill(state)
+        if pos >= _WORDS:
+            _refill(state)
             pos = 0
-        out[i] = state[BUF + pos]
+        out[i] = state[_BUF + pos]
         pos += 1
-    state[POS] = pos
+    state[_POS] = pos
 
 
-__all__ = ["BLOCKS", "BUF", "GUARD", "POS", "STATE_SIZE", "WORDS", "chacha20_blocks",
-           "fill_u64", "new_state", "next_u64", "refill", "state_from_key"]
+__all__ = ["BLOCKS", "GUARD", "STATE_SIZE", "chacha20_blocks", "fill_u64", "new_state",
+           "next_u64", "state_from_key"]
