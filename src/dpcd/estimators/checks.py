@@ -65,7 +65,9 @@ def check_noise(spec, config, nominal_clip, noise, tau, auto_clip, n_samples, ep
 def check_feature_scale(prepared, spec, datafit, fit_intercept):
     """Warn when the features are far from standardised, from what the fit
     already uses: the coordinate constants (exact, or released: their mean),
-    or DP-SGD's global beta."""
+    or DP-SGD's global beta (nothing for DP-SCD, whose rows are normalised)."""
+    if spec.smoothness is None:
+        return
     c = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
     if spec.smoothness == "global":
         p = prepared.problem.n_features
@@ -79,8 +81,6 @@ def check_feature_scale(prepared, spec, datafit, fit_intercept):
                   f"{p}): the default `step` and `clip` assume standardised features. "
                   "Standardise them (e.g. sklearn's StandardScaler) or set `step` "
                   "and `clip`.")
-        return
-    if spec.smoothness is None:
         return
     if prepared.private_smoothness is not None:
         M = np.asarray(prepared.private_smoothness["smoothness"], dtype=float)
