@@ -328,7 +328,6 @@ def test_secure_fit_at_epsilon_one_has_the_calibrated_noise_scale():
 def test_secure_mode_refuses_what_it_does_not_cover():
     X, y = _data(n=50)
     for kwargs, match in ((dict(solver="dp_sgd"), "covers solver"),
-                          (dict(solver="dp_gcd"), "covers solver"),
                           (dict(random_state=0), "random_state must be None"),
                           (dict(noise="exact"), "noise")):
         with pytest.raises(ValueError, match=match):
@@ -439,7 +438,7 @@ def _sweep(solver, noise, accountant="auto"):
     return spec, problem
 
 
-@pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p"])
+@pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p", "dp_gcd"])
 def test_workflow_secure_runs_record_no_seed(solver, monkeypatch, tmp_path):
     """``privacy.noise: secure`` in a workflow experiment: the solve stage's
     chunk (and DP-CD-P's private smoothness stage) run the secure mode; the

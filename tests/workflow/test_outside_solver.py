@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from mlflow.tracking import MlflowClient
 
 from conftest import make_workdir, snakemake
@@ -14,42 +15,30 @@ pytestmark = pytest.mark.workflow
 
 OUTSIDE = Path(__file__).resolve().parents[1] / "outside_solver"
 
-CONFIG = {
-    "algorithms": ["my_solvers/noisy_gd.py"],
-    "mlflow": {"tracking_uri": "sqlite:///results/mlflow.db"},
-    "report": {"fresh_seeds": 0},
-    "datasets": {"lasso": {"source": "sparse_lasso", "params": {
-        "n_samples": 60, "n_features": 8, "n_informative": 3, "noise": 0.1, "seed": 0}}},
-    "experiments": {"exp": {
-        "dataset": "lasso",
-        "problem": {"loss": "squares", "penalty": "l1", "alpha": 0.05},
-        "privacy": {"epsilon": 5.0},
-        "passes": [3],
-        "seeds": 2,
-        "solvers": {"cd": {"step": [1.0]},
-                    "noisy_gd": {"step": [0.5, 1.0], "clip": [1.0]}},
-    }},
-}
+# The config docs/add_your_own_solver.md gives (noisy_gd against dp_cd), as a
+# reader runs it from the directory holding their copy of tests/outside_solver/.
+CONFIG = yaml.safe_load((OUTSIDE / "compare.yaml").read_text())
+EXPERIMENT = "noisy_gd_vs_dp_cd"
 
 
 def test_outside_solver_runs_through_the_workflow(tmp_path):
-    workdir = make_workdir(tmp_path, CONFIG)
+    workdir = make_workdir(tmp_path)
     shutil.copytree(OUTSIDE, workdir / "my_solvers",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    snakemake(workdir)
+    snakemake(workdir, "--configfile", "my_solvers/compare.yaml")
     results = workdir / "results"
-    runs = pd.read_parquet(results / "runs" / "exp" / "noisy_gd" / "chunk0.parquet")
+    runs = pd.read_parquet(results / "runs" / EXPERIMENT / "noisy_gd" / "chunk0.parquet")
     assert sorted(runs.step.unique()) == [0.5, 1.0]
     assert len(runs) == 2 * 2 * (3 + 1)  # configurations x seeds x (passes + 1)
     assert (runs.epsilon_achieved <= 5.0 + 1e-9).all() and (runs.status == "done").all()
     assert set(runs.nonprivate_inputs.iloc[0].split(",")) >= {"global_smoothness"}
-    table = pd.read_csv(results / "tables" / "exp.csv")
-    assert set(table.solver) == {"cd", "noisy_gd"}
+    table = pd.read_csv(results / "tables" / f"{EXPERIMENT}.csv")
+    assert set(table.solver) == {"cd", "dp_cd", "noisy_gd"}
     assert table.set_index("solver").neighbouring["noisy_gd"] == "replace_one"
     # its kernel was compiled by the warmup job, before the solve jobs
     assert "noisy_gd" in (results / ".numba_cache" / "warmup.done").read_text()
     client = MlflowClient(f"sqlite:///{results}/mlflow.db")
-    experiment = client.get_experiment_by_name("dpcd/exp")
+    experiment = client.get_experiment_by_name(f"dpcd/{EXPERIMENT}")
     children = [r for r in client.search_runs([experiment.experiment_id])
                 if r.data.tags.get("dpcd.solver") == "noisy_gd"]
     assert len(children) == 2
@@ -57,7 +46,7 @@ def test_outside_solver_runs_through_the_workflow(tmp_path):
         assert float(run.data.params["privacy.epsilon_target"]) == 5.0
         assert run.data.params["privacy.neighbouring"] == "replace_one"
     # a second run has nothing to do
-    dry = snakemake(workdir, "-n")
+    dry = snakemake(workdir, "-n", "--configfile", "my_solvers/compare.yaml")
     assert "Nothing to be done" in dry.stdout + dry.stderr
 
 
@@ -66,5 +55,5 @@ def test_unknown_solver_is_refused_when_the_workflow_plans(tmp_path):
     workdir = make_workdir(tmp_path, config)
     proc = snakemake(workdir, "-n", check=False)
     assert proc.returncode != 0
-    assert "experiments.exp.solvers.noisy_gd: unknown solver 'noisy_gd'" \
+    assert f"experiments.{EXPERIMENT}.solvers.noisy_gd: unknown solver 'noisy_gd'" \
         in proc.stdout + proc.stderr

@@ -68,7 +68,7 @@ def calibrate_from_args(args):
     from dpcd.problems import make_problem
 
     spec = algorithms.get(args.algorithm)
-    if not spec.private or spec.calibrate is None:
+    if not spec.private or spec.privacy.calibrate is None:
         raise ValueError(f"--algorithm {args.algorithm}: not a private solver with a "
                          f"calibration; known: {list(algorithms.names(private=True))}")
     check_epsilon(args.epsilon)
@@ -86,7 +86,7 @@ def calibrate_from_args(args):
     spec.check_neighbouring(args.neighbouring, config.get("sampling"))
     penalty = make_problem("squares", args.penalty, args.alpha)[1]
     budget = algorithms.Budget(args.epsilon, args.delta, args.accountant, args.neighbouring)
-    return spec.calibrate(Probe(args.n, args.p, penalty), config, budget)
+    return spec.privacy.calibrate(Probe(args.n, args.p, penalty), config, budget)
 
 
 def _jsonable(x):

@@ -4,20 +4,21 @@ An estimator hyperparameter left at ``"auto"`` takes the value its spec
 derives from public quantities: the data's shape, the loss, ε and δ, and,
 for the clipping threshold, the noise the accountant calibrates for them.
 
-1. **Nominal values** (``spec.defaults(n_samples, n_features, loss)``): the
-   step its theory gives (``1 / M_j`` per coordinate, ``1 / beta`` for
-   DP-SGD), batch sizes and iteration counts from the shape (DP-SGD: about
-   :data:`SGD_STEPS_PER_PASS` steps a pass; DP-GCD: two greedy iterations per
-   coordinate).
+1. **Nominal values** (``spec.preparation.defaults(n_samples, n_features,
+   loss)``): the step its theory gives (``1 / M_j`` per coordinate,
+   ``1 / beta`` for DP-SGD), batch sizes and iteration counts from the
+   shape (DP-SGD: about :data:`SGD_STEPS_PER_PASS` steps a pass; DP-GCD: two
+   greedy iterations per coordinate; DP-SCD: one pass).
 2. **The noise rule** (:func:`resolve_clip`): the clipping threshold is
    every solver's lever on both its noise and its progress. The spec's
-   ``prediction_noise(problem, config, budget, private_smoothness)`` gives
-   the standard deviation that the calibrated noise adds to a prediction
-   ``x^T w`` of a standardised record once the run is stationary (each
-   model's derivation is in its spec); it is proportional to the threshold.
-   The threshold is the nominal one, scaled down until that standard
-   deviation is at most :data:`TAU` (in units of a standardised target, or
-   of a margin).
+   ``preparation.prediction_noise(problem, config, budget,
+   private_smoothness)`` gives the standard deviation that the calibrated
+   noise adds to a prediction ``x^T w`` of a standardised record by the end
+   of the run (each model's derivation is in its spec; where clipping binds
+   the noise is a random walk); it is proportional to the threshold. The
+   threshold is the nominal one, scaled down until that standard deviation
+   is at most :data:`TAU` (in units of a standardised target, or of a
+   margin).
 
 Where n·ε is large the rule leaves the nominal threshold alone. Where the
 noise must dominate, it shrinks the threshold, so that every update, noise
@@ -51,8 +52,10 @@ FIXED = {"step": 1.0, "clip": 1.0, "batch_size": 1, "passes": 10}
 
 
 def nominal(spec, n_samples, n_features, loss):
-    """The spec's nominal hyperparameters (``spec.defaults``), over :data:`FIXED`."""
-    derived = {} if spec.defaults is None else spec.defaults(n_samples, n_features, loss)
+    """The spec's nominal hyperparameters (``spec.preparation.defaults``), over
+    :data:`FIXED`."""
+    derive = spec.preparation.defaults
+    derived = {} if derive is None else derive(n_samples, n_features, loss)
     return {**FIXED, **derived}
 
 
@@ -65,7 +68,7 @@ def prediction_noise(spec, problem, config, budget, private_smoothness=None):
     """The spec's ``prediction_noise`` at ``config``, from the fast path's
     calibration (so both noise modes get the same threshold)."""
     fast = dataclasses.replace(budget, noise="fast")
-    return float(spec.prediction_noise(problem, config, fast, private_smoothness))
+    return float(spec.preparation.prediction_noise(problem, config, fast, private_smoothness))
 
 
 def target(problem):

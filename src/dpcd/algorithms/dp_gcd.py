@@ -11,8 +11,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpcd import privacy, solvers
-from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter, choice
+from dpcd.algorithms.base import (
+    CLIP,
+    STEP,
+    Algorithm,
+    Hyperparameter,
+    Preparation,
+    Privacy,
+    Runtime,
+    choice,
+)
 from dpcd.algorithms.dp_cd import cd_noise, coordinate_clip
+from dpcd.solvers import warmup
 from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
 # "smooth": Algorithm 1 with L2 folded into the smooth part (estimators only)
@@ -38,6 +48,11 @@ def calibrate(problem, config, budget):
     and where its noise goes depend on the rule and the penalty
     (:func:`dpcd.privacy.gcd.calibrate_dp_gcd`).
     """
+    return _calibrate(problem, config, budget)[0]
+
+
+def _calibrate(problem, config, budget):
+    """The calibration, and in secure mode its grids and integer scales."""
     iterations = config["passes"]
     if int(iterations) != iterations or iterations < 1:
         raise ValueError(f"DP-GCD passes are iterations: an integer >= 1, got {iterations!r}")
@@ -45,13 +60,22 @@ def calibrate(problem, config, budget):
     if pcode not in PENALTY_NAMES:
         raise ValueError(f"DP-GCD supports no, L1 and L2 penalties, got {problem.penalty!r}")
     clip = coordinate_clip(problem.smoothness, config["clip"])
-    return privacy.calibrate_dp_gcd(
+    secure = budget.noise == "secure"
+    accountant = budget.accountant
+    if secure:
+        accountant = privacy.secure.check_accountant(accountant)
+    calibration = privacy.calibrate_dp_gcd(
         problem.n_samples, problem.n_features, int(iterations), clip,
-        budget.epsilon, budget.delta, accountant=budget.accountant,
+        budget.epsilon, budget.delta, accountant=accountant,
         smoothness=problem.smoothness, rule=config.get("rule", "gs_r"),
         penalty=PENALTY_NAMES[pcode], alpha=float(problem.penalty.params[0]),
         relation=budget.neighbouring,
+        resolution=privacy.secure.RESOLUTION if secure else 0,
     )
+    if not secure:
+        return calibration, None
+    sec = privacy.secure.secure_dp_gcd(calibration, problem.n_samples)
+    return sec.calibration, sec
 
 
 def nominal(n_samples, n_features, loss):
@@ -82,7 +106,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
     One pass is one DP-GCD iteration.  Sparse ``problem.X`` is handed over as
     is (the solver walks it in CSC), dense X column-major.
     """
-    calibration = calibrate(problem, config, budget)
+    calibration, secure = _calibrate(problem, config, budget)
     X = problem.X if sp.issparse(problem.X) else problem.X_fortran
     result = solvers.dp_gcd(
         X, problem.y, problem.datafit, problem.penalty,
@@ -92,6 +116,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
         noise_scales=calibration.noise_scales, iterations=int(budget.passes(config)),
         seed=seed, rule=config.get("rule", "gs_r"),
         selection_noise=calibration.extra["selection_noise"], check_input=False,
+        secure=secure,
     )
     return result, calibration.ledger.add_nonprivate_input("exact_smoothness")
 
@@ -100,18 +125,15 @@ SPEC = Algorithm(
     name="dp_gcd",
     description="DP-GCD (Mangold et al. 2023, Algorithm 1; proximal rules of Appendix C).",
     run=run,
-    calibrate=calibrate,
-    relations=privacy.MEAN_RELATIONS,
     hyperparameters=(STEP, CLIP, RULE),
     required=("step", "clip"),
+    check=check,
     losses=("squares", "logistic"),
     penalties=("l1", "l2", "none"),
-    family="dp_gcd",
-    step_cost_ns={"dense": 0.745, "sparse": 20.5},
-    private_candidate=True,
-    check=check,
-    relative_clip=True,
-    paper_bound_invalid=True,
-    defaults=nominal,
-    prediction_noise=prediction_noise,
+    privacy=Privacy(calibrate=calibrate, relations=privacy.MEAN_RELATIONS, secure=True,
+                    candidate=True, paper_bound_invalid=True),
+    preparation=Preparation(relative_clip=True, defaults=nominal,
+                            prediction_noise=prediction_noise),
+    runtime=Runtime(family="dp_gcd", warm=warmup.dp_gcd,
+                    step_cost_ns={"dense": 0.745, "sparse": 20.5}),
 )

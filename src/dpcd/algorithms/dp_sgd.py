@@ -6,8 +6,19 @@ import math
 import numpy as np
 
 from dpcd import privacy, solvers
+from dpcd.algorithms.base import (
+    CLIP,
+    INT_GRID,
+    STEP,
+    Algorithm,
+    Hyperparameter,
+    Preparation,
+    Privacy,
+    Runtime,
+    positive_int,
+)
 from dpcd.algorithms.defaults import SGD_STEPS_PER_PASS
-from dpcd.algorithms.base import CLIP, INT_GRID, STEP, Algorithm, Hyperparameter, positive_int
+from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int, default=[1])
 
@@ -106,17 +117,13 @@ SPEC = Algorithm(
     name="dp_sgd",
     description="Proximal DP-SGD, step gamma/beta, Poisson-sampled batches.",
     run=run,
-    run_many=run_many,
-    calibrate=calibrate,
-    relations=privacy.DP_SGD_RELATIONS,
-    sampling="poisson",
     hyperparameters=(STEP, CLIP, BATCH_SIZE),
     required=("step", "clip"),
-    family="dp_sgd",
-    step_cost_ns={"dense": 5.1, "sparse": 176},
-    private_candidate=True,
     check=check,
-    smoothness="global",
-    defaults=nominal,
-    prediction_noise=prediction_noise,
+    privacy=Privacy(calibrate=calibrate, relations=privacy.DP_SGD_RELATIONS,
+                    sampling="poisson", candidate=True),
+    preparation=Preparation(smoothness="global", defaults=nominal,
+                            prediction_noise=prediction_noise),
+    runtime=Runtime(family="dp_sgd", warm=warmup.dp_sgd, run_many=run_many,
+                    step_cost_ns={"dense": 5.1, "sparse": 176}),
 )

@@ -12,8 +12,8 @@ through :mod:`dpcd.privacy` and runs the numba kernel.  So a model fitted here
 and a workflow run with the same settings and seed spend the same budget the
 same way.
 
-Privacy notes (see DESIGN.md, "Privacy conventions")
------------------------------------------------------
+Privacy notes (see docs/method/privacy.md)
+------------------------------------------
 * The guarantee is (ε, δ)-DP for ``coef_`` and ``intercept_`` under the
   ``neighbouring`` relation (default replace-one, with ``n_samples``
   public), the same for every solver so that two models at one ε compare

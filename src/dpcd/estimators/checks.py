@@ -49,7 +49,7 @@ def check_noise(spec, config, nominal_clip, noise, tau, auto_clip, n_samples, ep
         # a relative threshold's nominal value is the gradients' own scale (an
         # absolute one's, DP-SGD's and DP-SCD's, is not: no verdict from it)
         share = config["clip"] / nominal_clip
-        if spec.relative_clip and share < SHRINK_WARNING:
+        if spec.preparation.relative_clip and share < SHRINK_WARNING:
             _warn(f"{what}: the noise would dominate, so clip='auto' cut the clipping "
                   f"threshold to {share:.2g} of its nominal value and the model stays "
                   "near the intercept (about the mean or majority class). Give more "
@@ -66,10 +66,10 @@ def check_feature_scale(prepared, spec, datafit, fit_intercept):
     """Warn when the features are far from standardised, from what the fit
     already uses: the coordinate constants (exact, or released: their mean),
     or DP-SGD's global beta (nothing for DP-SCD, whose rows are normalised)."""
-    if spec.smoothness is None:
+    if spec.preparation.smoothness is None:
         return
     c = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
-    if spec.smoothness == "global":
+    if spec.preparation.smoothness == "global":
         p = prepared.problem.n_features
         beta = prepared.problem.global_smoothness
         if beta is None or not np.isfinite(beta):

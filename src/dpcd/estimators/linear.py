@@ -25,7 +25,7 @@ from dpcd.streams import run_entropy
 SOLVERS = algorithms.names(private=True, builtin=True)
 RULES = dp_gcd.RULES
 # DP-SCD (Damaskinos et al. 2021): dual, sequential and primal variants
-SCD_SOLVERS = tuple(name for name in SOLVERS if algorithms.get(name).record_norm)
+SCD_SOLVERS = tuple(name for name in SOLVERS if algorithms.get(name).preparation.record_norm)
 ACCOUNTANTS = ("auto", "rdp", "pld", "paper", "paper_invalid_bound")
 
 # Checks of sklearn.utils.estimator_checks that cannot apply, by estimator
@@ -87,7 +87,7 @@ def _check_accountant(accountant, spec):
     """
     accountant = check_choice(accountant, "accountant", ACCOUNTANTS)
     solver = spec.name
-    if spec.paper_bound_invalid and accountant == "paper":
+    if spec.privacy.paper_bound_invalid and accountant == "paper":
         raise ValueError(
             f"accountant='paper' with solver={solver!r} is the paper's calibration "
             "(Theorem 4.2: noisy max at Delta/eps' over non-monotone scores), whose "
@@ -95,7 +95,7 @@ def _check_accountant(accountant, spec):
             "accountant='paper_invalid_bound' to reproduce the paper (the ledger is "
             "then tagged invalid_bound)")
     if accountant == "paper_invalid_bound":
-        if not spec.paper_bound_invalid:
+        if not spec.privacy.paper_bound_invalid:
             raise ValueError("accountant='paper_invalid_bound' is DP-GCD's paper "
                              f"calibration; solver {solver!r} has none: use 'paper'")
         return "paper"
@@ -172,7 +172,13 @@ class _BaseDPLinear(BaseEstimator):
                   streams=streams, auto=frozenset(
                       name for name in ("step", "clip", "passes", "batch_size")
                       if is_auto(getattr(self, name))))
-        prepared = spec.prepare(spec, X, y, fit)
+        if self._loss == "hinge" and spec.preparation.smoothness is not None:
+            smooth_free = tuple(name for name in algorithms.names(private=True)
+                                if "hinge" in algorithms.get(name).losses
+                                and algorithms.get(name).preparation.smoothness is None)
+            raise ValueError(f"loss='hinge' is not smooth: solver must be one of "
+                             f"{smooth_free}, got {spec.name!r}")
+        prepared = spec.preparation.prepare(spec, X, y, fit)
         self._apply_noise_rule(spec, prepared, budget, n_samples, epsilon)
         checks.check_feature_scale(prepared, spec, prepared.problem.datafit,
                                    self.fit_intercept)
@@ -193,7 +199,7 @@ class _BaseDPLinear(BaseEstimator):
         (:func:`dpcd.algorithms.defaults.resolve_clip`); either way warn when
         the noise dominates (:func:`dpcd.estimators.checks.check_noise`)."""
         self._noise_dominates = False
-        if spec.prediction_noise is None:
+        if spec.preparation.prediction_noise is None:
             return
         problem, nominal = prepared.problem, prepared.config["clip"]
         if is_auto(self.clip):
@@ -219,7 +225,7 @@ class _BaseDPLinear(BaseEstimator):
             "l1_ratio": float(self.l1_ratio), "fit_intercept": bool(self.fit_intercept),
             **config,
         }
-        if spec.smoothness == "private":
+        if spec.preparation.smoothness == "private":
             identity["smoothness_fraction"] = float(self.smoothness_fraction)
             identity["bounds"] = (None if self.bounds is None else np.broadcast_to(
                 np.asarray(self.bounds, dtype=float), (self.n_features_in_,)).tolist())
@@ -231,13 +237,11 @@ class _BaseDPLinear(BaseEstimator):
         the secure mode does not cover."""
         noise = check_choice(self.noise, "noise", ("auto",) + privacy.secure.NOISE_MODES)
         if noise == "auto":
-            covered = privacy.secure.covers(solver, self._public_bounds(solver))
+            covered = algorithms.get(solver).privacy.secure and (
+                self._public_bounds(solver) or privacy.secure.SECURE_FEATURE_BOUND)
             return "secure" if self.random_state is None and covered else "fast"
         if noise == "secure":
-            if solver not in privacy.secure.SECURE_SOLVERS:
-                raise ValueError(f"noise='secure' covers solver "
-                                 f"{' or '.join(privacy.secure.SECURE_SOLVERS)}, "
-                                 f"not {solver!r}; use noise='fast'")
+            algorithms.check_secure(solver, "noise='secure'")
             if self.random_state is not None:
                 raise ValueError("noise='secure' draws its seeds from the OS and never "
                                  "records them: random_state must be None (a fixed "
@@ -247,7 +251,8 @@ class _BaseDPLinear(BaseEstimator):
     def _public_bounds(self, solver):
         """Whether the fit needs no private feature-bound release (given
         ``bounds``, or a solver that reads none)."""
-        return self.bounds is not None or algorithms.get(solver).smoothness != "private"
+        return (self.bounds is not None
+                or algorithms.get(solver).preparation.smoothness != "private")
 
     def _config(self, spec, n_samples, n_features):
         """The run's hyperparameters in the order of the spec, then ``passes``:
@@ -302,7 +307,7 @@ class _BaseDPLinear(BaseEstimator):
         """The solver's ``record_norm`` (None for an unknown solver, which
         ``fit`` refuses with its own message)."""
         try:
-            return algorithms.get(self.solver).record_norm
+            return algorithms.get(self.solver).preparation.record_norm
         except (ValueError, TypeError):
             return None
 
@@ -540,12 +545,18 @@ class DPCoordinateDescentRegressor(RegressorMixin, _BaseDPLinear):
         return self._decision(X)
 
 
+# The classifier's ``loss`` values and the datafit each names: "log_loss" is
+# scikit-learn's name for the logistic loss (SGDClassifier), "log" its older one.
+_LOSSES = {"log_loss": "logistic", "log": "logistic", "hinge": "hinge"}
+
+
 class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
     __doc__ = (
         """Differentially private binary logistic regression or linear SVM.
 
     Minimises ``(1/n) sum_i log(1 + exp(-y_i (x_i^T w + b))) + psi(w)``
-    (``loss="log"``) or ``(1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + psi(w)``
+    (``loss="log_loss"``, scikit-learn's name; ``"log"`` is accepted too) or
+    ``(1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + psi(w)``
     (``loss="hinge"``, DP-SCD solvers only: the hinge loss is not smooth)
     under (ε, δ)-DP, with ``classes_[1]`` mapped to +1 and ``classes_[0]`` to -1.
     scikit-learn's ``LogisticRegression(C=c)`` with the L2 penalty solves the
@@ -555,8 +566,8 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
 """
         + _PARAMETERS_DOC.replace("{penalty!r}", "'l2'").replace("{alpha!r}", "0.0001")
         .replace("{clip!r}", "'auto'")
-        + """    loss : {"log", "hinge"}, default="log"
-        Logistic loss or hinge loss (SVM; dp_scd and seq_dp_scd only;
+        + """    loss : {"log_loss", "log", "hinge"}, default="log_loss"
+        Logistic loss (``"log_loss"``, as in scikit-learn, or ``"log"``) or hinge loss (SVM; dp_scd and seq_dp_scd only;
         ``predict_proba`` is then unavailable).
     classes : array-like of 2 labels, optional
         The public label set; None: {0, 1} or {-1, 1} when the labels are
@@ -577,10 +588,9 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
 
     @property
     def _loss(self):
-        return {"log": "logistic", "hinge": "hinge"}[
-            check_choice(self.loss, "loss", ("log", "hinge"))]
+        return _LOSSES[check_choice(self.loss, "loss", tuple(_LOSSES))]
 
-    def __init__(self, solver="dp_cd_p", loss="log", epsilon=1.0, delta=None, passes="auto",
+    def __init__(self, solver="dp_cd_p", loss="log_loss", epsilon=1.0, delta=None, passes="auto",
                  step="auto", clip="auto", penalty="l2", alpha=1e-4, l1_ratio=0.5,
                  fit_intercept=True, smoothness_fraction=0.1, bounds=None, classes=None,
                  batch_size="auto", rule="gs_r", normalize_rows=True, accountant="auto",
@@ -685,7 +695,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         positive = self.decision_function(X) > 0  # raises NotFittedError first
         return self.classes_[positive.astype(int)]
 
-    @available_if(lambda self: self.loss == "log")
+    @available_if(lambda self: _LOSSES.get(self.loss) == "logistic")
     def predict_proba(self, X):
         """Class probabilities ``[1 - s, s]`` with ``s = sigmoid(X w + b)``.
 
@@ -699,7 +709,7 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         """
         return np.exp(self.predict_log_proba(X))
 
-    @available_if(lambda self: self.loss == "log")
+    @available_if(lambda self: _LOSSES.get(self.loss) == "logistic")
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
 

@@ -105,19 +105,27 @@ def _advanced_epsilon(eps_step, steps, delta):
     return math.sqrt(2 * k * math.log(1 / delta)) * eps_step + k * eps_step * math.expm1(eps_step)
 
 
-def _rdp_event(eps_step, steps, composition):
+def _rdp_event(eps_step, steps, composition, grid_steps=0):
     from dp_accounting import dp_event
 
     select = (dp_event.ZCDpEvent(eps_step ** 2 / 2) if composition == "zcdp"
               else dp_event.RandomizedResponseDpEvent(_rr_parameter(eps_step), 2))
+    # a discrete Laplace gradient entry is accounted as any eps_step-DP release
+    gradient = dp_event.LaplaceDpEvent(1.0 / eps_step) if not grid_steps else select
     return dp_event.ComposedDpEvent([
         dp_event.SelfComposedDpEvent(select, steps),
-        dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(1.0 / eps_step), steps),
+        dp_event.SelfComposedDpEvent(gradient, steps),
     ])
 
 
-def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str) -> float:
-    """ε at ``delta`` of T DP-GCD iterations whose two releases are ε′-DP each."""
+def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str,
+                grid_steps: int = 0) -> float:
+    """ε at ``delta`` of T DP-GCD iterations whose two releases are ε′-DP each.
+
+    ``grid_steps`` > 0 (the secure mode): the gradient entry is a discrete
+    Laplace of integer sensitivity ``grid_steps`` and scale
+    ``grid_steps/ε′``, accounted by its own PLD (``"pld"``) or as any ε′-DP
+    release (randomized response, ``"rdp"``; ε′²/2-zCDP, ``"zcdp"``)."""
     check_choice(composition, "composition", COMPOSITIONS)
     if eps_step > 700.0:  # e^{eps_step} overflows; no calibration needs this much
         return math.inf
@@ -132,23 +140,28 @@ def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str) -> 
         # not depend on the relation in the RDP accountant.
         acc = rdp_privacy_accountant.RdpAccountant(
             neighboring_relation=neighboring_relation("REPLACE_ONE"))
-        return float(acc.compose(_rdp_event(eps_step, steps, composition)).get_epsilon(delta))
+        return float(acc.compose(_rdp_event(eps_step, steps, composition, grid_steps))
+                     .get_epsilon(delta))
     # Pessimistic rounding adds up to one interval per composed step, so the
     # interval must be small relative to ε′ (privacy losses lie in [−ε′, ε′]).
     interval = min(PLD_DISCRETIZATION, eps_step / 100)
     rr = pld_lib.from_randomized_response(
         _rr_parameter(eps_step), 2, value_discretization_interval=interval,
         neighboring_relation=neighboring_relation("REPLACE_ONE"))
-    lap = pld_lib.from_laplace_mechanism(1.0 / eps_step, value_discretization_interval=interval)
+    lap = (pld_lib.from_laplace_mechanism(1.0 / eps_step, value_discretization_interval=interval)
+           if not grid_steps else pld_lib.from_discrete_laplace_mechanism(
+               eps_step / grid_steps, sensitivity=grid_steps,
+               value_discretization_interval=interval))
     return float(rr.self_compose(steps).compose(lap.self_compose(steps))
                  .get_epsilon_for_delta(delta))
 
 
 @functools.lru_cache(maxsize=4096)
-def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str):
+def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str,
+                    grid_steps: int = 0):
     """Largest per-step ε′ with ε(ε′) ≤ ``epsilon`` (cached), and ε(ε′)."""
     def gap(log_eps):
-        return gcd_epsilon(math.exp(log_eps), steps, delta, composition) - epsilon
+        return gcd_epsilon(math.exp(log_eps), steps, delta, composition, grid_steps) - epsilon
 
     # ε is increasing in ε′; bracket in log space (basic composition gives
     # the lower end ε/(2T), the whole budget per step the upper end).
@@ -169,7 +182,7 @@ def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str):
         while gap(root) > 0:  # land on the feasible side
             root -= 1e-9
     eps_step = math.exp(root)
-    return eps_step, gcd_epsilon(eps_step, steps, delta, composition)
+    return eps_step, gcd_epsilon(eps_step, steps, delta, composition, grid_steps)
 
 
 def selection_weights(rule, penalty, alpha, smoothness):
@@ -197,7 +210,7 @@ def selection_weights(rule, penalty, alpha, smoothness):
 def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
                      composition="auto", smoothness=None, accountant=None,
                      rule="gs_r", penalty="none", alpha=0.0,
-                     relation="replace_one") -> Calibration:
+                     relation="replace_one", resolution=0) -> Calibration:
     """Calibrate DP-GCD: Laplace scales for the noisy-max scores and the gradient entry.
 
     Parameters
@@ -229,6 +242,11 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
     relation : {"replace_one", "paper"}, default="replace_one"
         Replace-one only, as DP-CD: the gradients are means over a public n
         (:mod:`dpcd.privacy.calibrate`); any other relation is refused.
+    resolution : int, default=0
+        ``m`` > 0: the secure mode (:func:`dpcd.privacy.secure.secure_dp_gcd`):
+        the scores and gradient entries rounded to grids of ``1/m`` of their
+        sensitivities, charged ``m + 1`` steps, with discrete Laplace noise;
+        the selection noise goes on the score, for every rule.
 
     Returns
     -------
@@ -257,17 +275,32 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
     weights = selection_weights(rule, penalty, alpha, M)
 
     kinds = COMPOSITIONS if composition == "auto" else (composition,)
+    if resolution and mode != "correct":
+        raise ValueError("noise='secure' runs DP-GCD's correct calibration only")
+    grid_steps = resolution + 1 if resolution else 0
+    inputs = {"steps": steps, "epsilon": epsilon, "delta": delta,
+              "pld_discretization": PLD_DISCRETIZATION}
+    if grid_steps:  # (a key without it: the fast path's cache entries stay valid)
+        inputs["grid_steps"] = grid_steps
     by_comp = {k: tuple(cache.cached(
-        "dp_gcd_step", {"steps": steps, "epsilon": epsilon, "delta": delta, "composition": k,
-                        "pld_discretization": PLD_DISCRETIZATION},
-        lambda k=k: list(_calibrate_step(steps, epsilon, delta, k)))) for k in kinds}
+        "dp_gcd_step", {**inputs, "composition": k},
+        lambda k=k: list(_calibrate_step(steps, epsilon, delta, k, grid_steps))))
+        for k in kinds}
     used = max(by_comp, key=lambda k: by_comp[k][0])
     eps_step, achieved = by_comp[used]
 
     sens = 2.0 * clip / n
     grad_scales = sens / eps_step
     placement = "gradient"
-    if mode == "correct" and weights is None:
+    if resolution and weights is not None:  # secure: on the score, slope κ_j = 1/w_j
+        placement = "score"
+        score_sens = float(np.max(sens / weights))
+        select_scales = np.full(p, 2.0 * score_sens / eps_step)
+        select_mult = 2.0 / eps_step
+        select_note = (f"rule={rule}, penalty={penalty}: noise added to the score "
+                       "h_j(grad_j f), kappa_j-Lipschitz; scale "
+                       "2*max_k(kappa_k Delta_k)/eps_step (non-monotone noisy max)")
+    elif mode == "correct" and weights is None:
         placement = "score"
         score_sens = float(np.max(sens / np.sqrt(M)))
         select_scales = np.full(p, 2.0 * score_sens / eps_step)
@@ -310,6 +343,8 @@ def calibrate_dp_gcd(n, p, iterations, clip, epsilon, delta, mode="correct",
              "epsilon_per_step_by_composition": {k: v[0] for k, v in by_comp.items()},
              "mode": mode, "composition": used, "selection_noise": placement,
              "rule": rule}
+    if resolution:
+        extra["score_sensitivity"] = score_sens
     return Calibration(noise_multiplier=1.0 / eps_step, noise_scales=grad_scales,
                        ledger=ledger, epsilon_achieved=achieved, steps=steps, extra=extra)
 

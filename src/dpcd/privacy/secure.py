@@ -8,8 +8,9 @@ input).  The secure mode (``noise="secure"``) instead
 
 * rounds each released quantity to a grid ``γ`` (``q = floor(x/γ + 1/2)``,
   an integer),
-* adds integer noise ``k`` drawn by OpenDP's exact samplers (discrete
-  Gaussian or discrete Laplace, from the operating system's secure source),
+* adds integer noise ``k`` drawn by the exact samplers of
+  :mod:`dpcd.privacy.exact` on a ChaCha20 keystream keyed by the OS (discrete
+  Gaussian or discrete Laplace),
 * releases ``γ·(q + k)``: a deterministic function of the integer ``q + k``,
   so its floating-point representation reveals nothing more.
 
@@ -66,7 +67,7 @@ GUARANTEES = {
     "fast": ("floating-point samplers (numba/numpy) on a seeded PCG64 generator: "
              "the guarantee assumes an idealised sampler and a secret seed; "
              "a reproducible run for research, not for release"),
-    "secure": ("exact discrete samplers (OpenDP) from the OS's secure source, "
+    "secure": ("exact discrete samplers on a keystream keyed from the OS's secure source, "
                "inputs rounded to a grid accounted in the sensitivity; seeds "
                "drawn from the OS and never recorded"),
 }
@@ -75,18 +76,10 @@ GUARANTEES = {
 # m + 1 steps, so the noise grows by (m + 1)/m = 1.001.
 RESOLUTION = 1000
 
-# Solvers the secure mode covers (the others are refused).
-SECURE_SOLVERS = ("dp_cd", "dp_cd_p")
-
 # Whether the private feature-bound release (dpcd.privacy.bounds) has a
-# secure mode (secure_feature_bound): without one a secure fit needs public bounds.
+# secure mode (secure_feature_bound): without one a secure fit needs public
+# bounds. (Whether a solver has one is its spec's ``privacy.secure``.)
 SECURE_FEATURE_BOUND = True
-
-
-def covers(solver: str, public_bounds: bool) -> bool:
-    """Whether a fit of ``solver`` has a secure mode for every release
-    (``public_bounds``: it needs no private feature bound)."""
-    return solver in SECURE_SOLVERS and (public_bounds or SECURE_FEATURE_BOUND)
 
 # Accountants the secure mode can use: RDP bounds the discrete Gaussian
 # (Canonne et al. 2020), PLD accounts it exactly; "paper" reports RDP's ε
@@ -104,18 +97,9 @@ def secure_entropy() -> int:
     return secrets.randbits(128)
 
 
-def _opendp():
-    try:
-        import opendp.prelude as dp
-    except ImportError as exc:  # pragma: no cover - opendp is a dependency
-        raise ImportError("noise='secure' needs the opendp package "
-                          "(pip install 'opendp>=0.16')") from exc
-    dp.enable_features("contrib")
-    return dp
-
-
 def _draw(kind: str, scale: float, size: int) -> np.ndarray:
-    """``size`` i.i.d. integer draws of OpenDP's exact sampler ``kind``."""
+    """``size`` i.i.d. integer draws of the exact sampler ``kind``
+    (:mod:`dpcd.privacy.exact`) on a fresh keyed stream."""
     size = int(size)
     if size < 0:
         raise ValueError(f"size must be >= 0, got {size}")
@@ -124,18 +108,20 @@ def _draw(kind: str, scale: float, size: int) -> np.ndarray:
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
     if size == 0:
         return np.zeros(0, dtype=np.int64)
-    dp = _opendp()
-    metric = dp.l2_distance(T="i64") if kind == "gaussian" else dp.l1_distance(T="i64")
-    make = dp.m.make_gaussian if kind == "gaussian" else dp.m.make_laplace
-    # the measurement adds noise to its input: zeros give the noise alone
-    meas = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=scale)
-    return np.asarray(meas(np.zeros(size, dtype=np.int64)), dtype=np.int64)
+    # imported here: numba's import is not paid by jobs that only read calibrations
+    from dpcd.privacy import exact, keystream
+
+    out = np.empty(size, dtype=np.int64)
+    fill = exact.fill_discrete_gaussian if kind == "gaussian" else exact.fill_discrete_laplace
+    fill(keystream.new_state(), scale, out)
+    return out
 
 
 def discrete_gaussian(scale: float, size: int) -> np.ndarray:
     """Exact discrete Gaussian draws, pmf ∝ ``exp(−k²/(2 scale²))`` on the integers.
 
-    Drawn by OpenDP (Canonne et al. 2020's sampler) from the OS's secure source.
+    Drawn by :func:`dpcd.privacy.exact.fill_discrete_gaussian` (Canonne et
+    al. 2020's sampler) on a keystream keyed from the OS's secure source.
 
     Parameters
     ----------
@@ -153,7 +139,8 @@ def discrete_gaussian(scale: float, size: int) -> np.ndarray:
 def discrete_laplace(scale: float, size: int) -> np.ndarray:
     """Exact discrete Laplace draws, pmf ∝ ``exp(−|k|/scale)`` on the integers.
 
-    Drawn by OpenDP from the OS's secure source.
+    Drawn by :func:`dpcd.privacy.exact.fill_discrete_laplace` on a keystream
+    keyed from the OS's secure source.
 
     Parameters
     ----------
@@ -230,14 +217,6 @@ def _pld_integer_scale(z, steps, epsilon, delta, resolution):
         if achieved <= epsilon:
             return scale, achieved
     return None
-
-
-def check_workflow(solver: str, accountant: str) -> None:
-    """Refuse a workflow experiment the secure mode does not cover."""
-    if solver not in SECURE_SOLVERS:
-        raise ValueError(f"privacy.noise: 'secure' covers solver "
-                         f"{' or '.join(SECURE_SOLVERS)}, not {solver!r}")
-    check_accountant(accountant)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,6 +307,72 @@ def secure_dp_cd(calibration, n: int, resolution: int = RESOLUTION) -> SecureGau
     return SecureGaussian(grid=grid, integer_scale=scale, calibration=cal)
 
 
+@dataclasses.dataclass(frozen=True)
+class SecureGcd:
+    """Grids and integer noise scales of secure DP-GCD (see docs/secure_noise.md).
+
+    Attributes
+    ----------
+    score_grid : float
+        ``γ_s = s/m`` for the score sensitivity ``s = max_k κ_k Δ_k``.
+    selection_scale : float
+        Discrete Laplace scale of the scores, ``2(m + 1)/ε′`` grid steps.
+    grid : ndarray, shape (p,)
+        ``γ_j = Δ_j/m`` of the gradient entries.
+    gradient_scale : float
+        Discrete Laplace scale of the gradient entry, ``(m + 1)/ε′`` grid steps.
+    calibration : dpcd.privacy.Calibration
+        With the secure ledger.
+    """
+
+    score_grid: float
+    selection_scale: float
+    grid: np.ndarray
+    gradient_scale: float
+    calibration: object
+
+
+def secure_dp_gcd(calibration, n: int, resolution: int = RESOLUTION) -> SecureGcd:
+    """Secure DP-GCD from its calibration with ``resolution=m``
+    (:func:`dpcd.privacy.calibrate_dp_gcd`): report-noisy-max of the rounded
+    scores plus discrete Laplace noise, exact ties broken uniformly at random,
+    and a discrete Laplace gradient entry, both ``ε′``-DP on the grid."""
+    extra = calibration.extra
+    if "score_sensitivity" not in extra:
+        raise ValueError("secure DP-GCD needs a calibration made with resolution=m")
+    check_grid(n, resolution)
+    eps_step = float(extra["epsilon_per_step"])
+    select, grad = calibration.ledger.mechanisms
+    score_grid = float(extra["score_sensitivity"]) / resolution
+    selection_scale = 2.0 * (resolution + 1) / eps_step
+    delta_j = np.asarray(grad.sensitivity, dtype=np.float64)
+    grid = delta_j / resolution
+    gradient_scale = (resolution + 1) / eps_step
+    p = grid.size
+    mechs = (
+        dataclasses.replace(
+            select, kind="discrete_report_noisy_max",
+            sensitivity=[(resolution + 1) * score_grid] * p,
+            noise_scale=[selection_scale * score_grid] * p,
+            note=(f"{select.note}; secure: scores h_j(grad_j f) rounded to the grid "
+                  f"s/{resolution}, sensitivity {resolution + 1} grid steps, exact discrete "
+                  f"Laplace of scale {selection_scale:.6g} steps; exact ties broken "
+                  "uniformly at random (eps_step-DP, docs/secure_noise.md)")),
+        dataclasses.replace(
+            grad, kind="discrete_laplace", sensitivity=((resolution + 1) * grid).tolist(),
+            noise_scale=(gradient_scale * grid).tolist(),
+            note=(f"{grad.note}; rounded to the grid Delta_j/{resolution}, sensitivity "
+                  f"{resolution + 1} grid steps, exact discrete Laplace of scale "
+                  f"{gradient_scale:.6g} steps")),
+    )
+    ledger = dataclasses.replace(calibration.ledger, mechanisms=mechs, noise="secure")
+    extra = {**extra, "selection_scales": np.asarray(mechs[0].noise_scale)}
+    cal = dataclasses.replace(calibration, noise_scales=gradient_scale * grid,
+                              ledger=ledger, extra=extra)
+    return SecureGcd(score_grid=score_grid, selection_scale=selection_scale, grid=grid,
+                     gradient_scale=gradient_scale, calibration=cal)
+
+
 def secure_laplace_release(means, sensitivity, multiplier: float,
                            resolution: int = RESOLUTION):
     """``means`` released with exact discrete Laplace noise on the grid ``Δ_j/m``.
@@ -352,6 +397,8 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
     return noisy, (resolution + 1) * grid
 
 
-__all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_SOLVERS", "SecureGaussian",
-           "check_accountant", "check_grid", "covers", "discrete_gaussian_epsilon", "check_workflow", "discrete_gaussian", "discrete_laplace",
-           "round_to_grid", "secure_dp_cd", "secure_entropy", "secure_laplace_release"]
+__all__ = ["GUARANTEES", "NOISE_MODES", "PLD_RATIOS", "RESOLUTION", "SECURE_FEATURE_BOUND",
+           "SecureGaussian", "SecureGcd", "check_accountant", "check_grid",
+           "discrete_gaussian", "discrete_gaussian_epsilon", "discrete_laplace",
+           "round_to_grid", "secure_dp_cd", "secure_dp_gcd", "secure_entropy",
+           "secure_laplace_release"]

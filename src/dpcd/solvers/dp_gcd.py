@@ -16,6 +16,7 @@ import time
 import numpy as np
 from numba import njit
 
+from dpcd.privacy import exact, keystream
 from dpcd.problems import check_smoothness
 from dpcd.problems._jit import (
     FAST,
@@ -122,10 +123,48 @@ def _clipped_gradient_csc(data, indices, indptr, n_samples, d, clip, g):
         g[j] = acc / n_samples
 
 
+# Secure mode: scores and gradients beyond this many grid steps are refused
+# (their floating-point error, a few ulps, must stay far below one step).
+GRID_LIMIT = 2.0 ** 40
+
+
+@njit(cache=True, error_model="numpy")
+def _secure_select(rule, pcode, pparams, w, g, M, score_grid, scale, state, noise):
+    """Report-noisy-max on the lattice: ``argmax_k round(h_k(g_k)/γ_s) + K_k``
+    with ``K_k`` discrete Laplace, exact ties broken uniformly (reservoir
+    sampling: the i-th tie replaces the choice with probability 1/i)."""
+    exact.fill_discrete_laplace(state, scale, noise)
+    best = np.int64(0)
+    ties = 0
+    j = 0
+    for k in range(w.shape[0]):
+        x = _score(rule, pcode, pparams, w[k], g[k], M[k]) / score_grid
+        if not abs(x) < GRID_LIMIT:
+            raise ValueError("noise='secure': a DP-GCD score is too large for its grid")
+        q = np.int64(math.floor(x + 0.5)) + noise[k]
+        if ties == 0 or q > best:
+            best, j, ties = q, k, 1
+        elif q == best:
+            ties += 1
+            if exact.uniform_below(state, ties) == 0:
+                j = k
+    return j
+
+
+@njit(cache=True, error_model="numpy")
+def _secure_entry(g, grid, scale, state):
+    """``γ·(round(g/γ) + K)``, ``K`` discrete Laplace of ``scale`` steps."""
+    x = g / grid
+    if not abs(x) < GRID_LIMIT:
+        raise ValueError("noise='secure': a DP-GCD gradient is too large for its grid")
+    return grid * (math.floor(x + 0.5) + exact.discrete_laplace(state, scale))
+
+
 @njit(cache=True, error_model="numpy")
 def _dp_gcd_kernel(sparse, X, data, indices, indptr, y, w, u, dcode, pcode, pparams,
                    rule, placement, M, steps, clip, select_scales, grad_scales,
-                   n_iter, rng_select, rng_grad, d, g, selected, obj):
+                   n_iter, rng_select, rng_grad, d, g, selected, obj,
+                   state, score_grid, secure_scales, grid, noise):
     """Run ``n_iter`` DP-GCD iterations in place, drawing all noise here.
 
     One iteration: the p clipped coordinate gradients (one O(nnz) pass over
@@ -162,8 +201,15 @@ def _dp_gcd_kernel(sparse, X, data, indices, indptr, y, w, u, dcode, pcode, ppar
         Output: the coordinate chosen at each iteration.
     obj : array, shape (n_iter + 1,)
         Output: objective after each iteration (``obj[0]`` is set by the caller).
+    state : array of uint64
+        Secure mode (non-empty): the keystream all noise is drawn from
+        (:func:`_secure_select`, :func:`_secure_entry`), on the score grid
+        ``score_grid`` and the gradient grids ``grid`` with the integer
+        scales ``secure_scales`` (selection, gradient); ``noise`` an int64
+        buffer of shape (n_features,).  Empty: the fast path above.
     """
     n_samples = u.shape[0]
+    secure = state.shape[0] > 0
     n_features = w.shape[0]
     alpha = pparams[0]
     for t in range(n_iter):
@@ -172,20 +218,25 @@ def _dp_gcd_kernel(sparse, X, data, indices, indptr, y, w, u, dcode, pcode, ppar
             _clipped_gradient_csc(data, indices, indptr, n_samples, d, clip, g)
         else:
             _clipped_gradient_dense(X, d, clip, g)
-        # report-noisy-max: first index of the largest noisy score
-        best = -np.inf
-        j = 0
-        for k in range(n_features):
-            chi = rng_select.laplace(0.0, select_scales[k])
-            if placement == 0:
-                s = _score(rule, pcode, pparams, w[k], g[k] + chi, M[k])
-            else:
-                s = _score(rule, pcode, pparams, w[k], g[k], M[k]) + chi
-            if s > best:
-                best = s
-                j = k
+        if secure:
+            j = _secure_select(rule, pcode, pparams, w, g, M, score_grid,
+                               secure_scales[0], state, noise)
+            v = _secure_entry(g[j], grid[j], secure_scales[1], state)
+        else:
+            # report-noisy-max: first index of the largest noisy score
+            best = -np.inf
+            j = 0
+            for k in range(n_features):
+                chi = rng_select.laplace(0.0, select_scales[k])
+                if placement == 0:
+                    s = _score(rule, pcode, pparams, w[k], g[k] + chi, M[k])
+                else:
+                    s = _score(rule, pcode, pparams, w[k], g[k], M[k]) + chi
+                if s > best:
+                    best = s
+                    j = k
+            v = g[j] + rng_grad.laplace(0.0, grad_scales[j])
         selected[t] = j
-        v = g[j] + rng_grad.laplace(0.0, grad_scales[j])
         old = w[j]
         if rule == SMOOTH:
             if pcode == L2:  # Algorithm 1 on f + alpha/2 ||w||^2
@@ -212,7 +263,7 @@ def _dp_gcd_kernel(sparse, X, data, indices, indptr, y, w, u, dcode, pcode, ppar
 
 def dp_gcd(X, y, datafit, penalty, *, smoothness, step, clip, selection_scales,
            noise_scales, iterations, seed, rule="gs_r", selection_noise="gradient",
-           check_input=True):
+           check_input=True, secure=None):
     """Differentially private (proximal) greedy coordinate descent (DP-GCD).
 
     From ``w = 0``, each of the ``iterations`` iterations of [1]_ (one pass
@@ -264,6 +315,10 @@ def dp_gcd(X, y, datafit, penalty, *, smoothness, step, clip, selection_scales,
         ``extra["selection_noise"]`` says which its scales assume.
     check_input : bool, default=True
         Scan ``X`` for NaN/inf and check ``y``.
+    secure : dpcd.privacy.secure.SecureGcd, optional
+        The secure mode: the noisy max of the rounded scores and the rounded
+        gradient entry with exact discrete Laplace noise from a keyed stream
+        (``seed``, the scales and ``selection_noise`` are then unused).
 
     Returns
     -------
@@ -320,12 +375,20 @@ def dp_gcd(X, y, datafit, penalty, *, smoothness, step, clip, selection_scales,
     d, g = np.empty(n_samples), np.empty(n_features)
     args = (*design, y, w, u, dcode, pcode, pparams, RULES[rule],
             PLACEMENTS[selection_noise], M, steps, clip, lam_sel, lam)
+    if secure is None:
+        secure_args = (np.zeros(0, dtype=np.uint64), 1.0, np.ones(2), np.ones(n_features),
+                       np.zeros(0, dtype=np.int64))
+    else:
+        secure_args = (keystream.new_state(), float(secure.score_grid),
+                       np.array([secure.selection_scale, secure.gradient_scale]),
+                       as_feature_array(secure.grid, n_features, "grid", positive=True),
+                       np.zeros(n_features, dtype=np.int64))
     # compile (or load from cache) before the timer: a zero-iteration call
     _dp_gcd_kernel(*args, 0, np.random.default_rng(0), np.random.default_rng(0), d, g,
-                   selected, obj)
+                   selected, obj, *secure_args)
     rng_select, rng_grad = spawn_generators(seed, 2)
     t0 = time.perf_counter()
-    _dp_gcd_kernel(*args, n_iter, rng_select, rng_grad, d, g, selected, obj)
+    _dp_gcd_kernel(*args, n_iter, rng_select, rng_grad, d, g, selected, obj, *secure_args)
     elapsed = time.perf_counter() - t0
     extra = {"selected": selected, "steps": steps, "rule": rule,
              "selection_noise": selection_noise}

@@ -77,7 +77,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     if noise == "secure":
         # seeds from the OS per run, never recorded: the table's seed column
         # holds -1 - seed_index (see docs/secure_noise.md)
-        privacy.secure.check_workflow(spec.get("adapter", spec["solver"]), accountant)
+        algorithms.check_secure(spec.get("adapter", spec["solver"]), "privacy.noise: 'secure'")
+        privacy.secure.check_accountant(accountant)
         seeds = [None] * len(seeds)
     runs = []
     started = clock.monotonic()
@@ -87,7 +88,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                       prefix=None if fidelity is None else prefix_passes(config["passes"],
                                                                          fidelity))
                for config in configs]
-    many = algorithm.run_many if together else None
+    many = algorithm.runtime.run_many if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
     # of configurations whose final iterates (block x seeds x features) stay
     # within TOGETHER_ENTRIES doubles: a whole chunk at 8 or 1 000 features, 38

@@ -6,7 +6,8 @@ data) -> :mod:`dpcd.tracking.runs_file` (the solve job's file) ->
 :mod:`dpcd.tracking.ingest` (the aggregate job's MLflow writes, through
 :mod:`dpcd.tracking.mlflow_log`). Only the last two import MLflow (1.4 s a
 job), so the names below load it on first use: a solve job, which writes
-runs files only, never does.
+runs files only, never does. :mod:`dpcd.tracking.model` logs a fitted
+estimator's release as an MLflow model, with its ledger.
 """
 
 from dpcd.lazy import lazy_names
@@ -19,6 +20,8 @@ _LAZY = {
     "tracking_uri": "dpcd.tracking.mlflow_log",
     "ingest_experiment": "dpcd.tracking.ingest",
     "ingest_runs_files": "dpcd.tracking.ingest",
+    "load_estimator": "dpcd.tracking.model",
+    "log_estimator": "dpcd.tracking.model",
 }
 
 __all__ = sorted(_LAZY)
