@@ -10,6 +10,7 @@ from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
 from dpcd.plan.lattice import prefix_passes
 from dpcd.privacy.ledger import nonprivate_inputs
+from dpcd.privacy.validation import delta_or_default
 from dpcd.streams import config_id, run_entropies
 from dpcd.sweep.metrics import final_metrics
 from dpcd.sweep.problem import SeedProblems
@@ -21,8 +22,7 @@ log = logging.getLogger("dpcd.sweep")
 
 def resolve_delta(privacy_spec, n_samples):
     """delta from the config, or 1/n^2 (the papers' choice) when null."""
-    delta = privacy_spec.get("delta")
-    return 1.0 / n_samples**2 if delta is None else float(delta)
+    return delta_or_default(privacy_spec.get("delta"), n_samples)
 
 
 # Final iterates a block of configurations run together may hold (128 MB)
