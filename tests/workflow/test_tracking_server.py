@@ -62,13 +62,14 @@ def _pg_bindir():
 
 
 @contextlib.contextmanager
-def _postgres():
+def _postgres(also_on=None):
     """A throw-away PostgreSQL cluster listening on 127.0.0.1; yields its URI.
 
     PostgreSQL refuses to run as root, so as root (CI, containers) the cluster
     is made and run by the ``postgres`` system user, in a temporary directory
     that user owns (pytest's tmp_path is private to root). The cluster is
-    stopped and its directory removed however the test ends.
+    stopped and its directory removed however the test ends. ``also_on``: one
+    more address to listen on, whose /30 link gets the same trust as loopback.
     """
     bindir = _pg_bindir()
     reasons = []
@@ -100,14 +101,19 @@ def _postgres():
         done = pg("initdb", "-D", data, "-U", "mlflow", "-A", "trust", "--no-locale",
                   "-E", "UTF8")
         assert done.returncode == 0, done.stdout + done.stderr
+        hosts = "127.0.0.1"
+        if also_on:
+            hosts += "," + also_on
+            with open(os.path.join(data, "pg_hba.conf"), "a") as hba:
+                hba.write(f"host all all {also_on}/30 trust\n")
         # -l: the server writes to a file, not to pipes pg_ctl would leave open.
         done = pg("pg_ctl", "-D", data, "-l", os.path.join(root, "server.log"), "-w",
-                  "-o", f"-p {port} -k {root} -h 127.0.0.1", "start")
+                  "-o", f"-p {port} -k {root} -h {hosts}", "start")
         assert done.returncode == 0, done.stdout + done.stderr + _tail(root, "server.log")
         try:
             done = pg("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow", "mlflow")
             assert done.returncode == 0, done.stdout + done.stderr
-            yield f"postgresql://mlflow@127.0.0.1:{port}/mlflow"
+            yield f"postgresql://mlflow@{also_on or '127.0.0.1'}:{port}/mlflow"
         finally:
             pg("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
     finally:
@@ -215,17 +221,42 @@ def test_workflow_logs_to_a_tracking_server(finished_workdir, tmp_path, server):
     assert {a.path for a in remote.list_artifacts(run.info.run_id)} == {"summary.csv", "summary.md"}
 
 
-def _own_address():
-    """This machine's first non-loopback IPv4 address (``hostname -I``)."""
+# The test host: a network namespace of the test's own, joined to this one by
+# a veth pair on a documentation subnet (RFC 5737). The shared server runs in
+# it, so its clients reach it at a non-loopback address across a link.
+_HOST_SIDE, _SERVER_SIDE = "198.51.100.1", "198.51.100.2"
+
+
+def _ip(*args, netns=None):
+    cmd = ["ip", *(["netns", "exec", netns, "ip"] if netns else []), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+@contextlib.contextmanager
+def _test_host():
+    """A network namespace reached at ``_SERVER_SIDE``; yields its name.
+    Needs root and iproute2 (skipped, saying why, without them)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("a test host in a network namespace needs root and iproute2 (ip)")
+    name, pid = f"dpcd-srv-{os.getpid()}", os.getpid()
+    outer, inner = f"dpcdh{pid}"[:15], f"dpcdn{pid}"[:15]
+    done = _ip("netns", "add", name)
+    if done.returncode != 0:
+        pytest.skip(f"cannot make a network namespace: {done.stderr.strip()}")
     try:
-        out = subprocess.run(["hostname", "-I"], capture_output=True, text=True,
-                             timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        out = ""
-    for address in out.split():
-        if "." in address and not address.startswith("127."):
-            return address
-    pytest.skip("no non-loopback IPv4 address on this machine (hostname -I)")
+        for args, netns in [(("link", "add", outer, "type", "veth", "peer", "name", inner), None),
+                            (("link", "set", inner, "netns", name), None),
+                            (("addr", "add", f"{_HOST_SIDE}/30", "dev", outer), None),
+                            (("link", "set", outer, "up"), None),
+                            (("addr", "add", f"{_SERVER_SIDE}/30", "dev", inner), name),
+                            (("link", "set", inner, "up"), name),
+                            (("link", "set", "lo", "up"), name)]:
+            done = _ip(*args, netns=netns)
+            assert done.returncode == 0, f"ip {' '.join(args)}: {done.stderr}"
+        yield name
+    finally:
+        _ip("link", "del", outer)
+        _ip("netns", "del", name)
 
 
 def _status(url, data=None, headers=()):
@@ -239,17 +270,18 @@ def _status(url, data=None, headers=()):
 
 
 def test_the_shared_server_recipe_through_a_non_loopback_address(tmp_path, monkeypatch):
-    """docs/operations.md's server recipe on PostgreSQL, its host name the
-    machine's own non-loopback address: dpcd's jobs log runs through it, the
+    """docs/operations.md's server recipe on PostgreSQL, on a test host of its
+    own (a network namespace) at a non-loopback address: dpcd's jobs log runs through it, the
     UI's page and its state-changing calls (which carry the page's origin)
     are answered, and a name or origin the recipe does not list is refused."""
     from mlflow.version import VERSION
 
     from dpcd.tracking import log_configurations, setup_experiment
 
-    address = _own_address()
+    address = _SERVER_SIDE
     with contextlib.ExitStack() as stack:
-        backend = stack.enter_context(_postgres())
+        netns = stack.enter_context(_test_host())
+        backend = stack.enter_context(_postgres(also_on=_HOST_SIDE))
         port = _free_port()
         url = f"http://{address}:{port}"
         env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
@@ -257,7 +289,8 @@ def test_the_shared_server_recipe_through_a_non_loopback_address(tmp_path, monke
                "MLFLOW_SERVER_CORS_ALLOWED_ORIGINS": url}
         log = stack.enter_context(open(tmp_path / "server.log", "w"))
         proc = subprocess.Popen(
-            [str(BIN / "mlflow"), "server", "--host", address, "--port", str(port),
+            ["ip", "netns", "exec", netns,
+             str(BIN / "mlflow"), "server", "--host", address, "--port", str(port),
              "--backend-store-uri", backend, "--artifacts-destination",
              str(tmp_path / "artifacts"), "--serve-artifacts", "--workers", "1"],
             cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
