@@ -53,6 +53,8 @@ COVERED_BY_WORKFLOW_TESTS = ("the same snakemake run, on the tiny config: "
                              "tests/workflow/test_workflow.py")
 NOT_RUN = {
     "make run": COVERED_BY_WORKFLOW_TESTS,
+    "make defaults-suite": "a benchmark of minutes to hours: tests/test_bench.py imports "
+                           "bench/defaults_suite.py, tests/test_defaults.py checks its claims",
     "cp -r tests/outside_solver my_solvers": "what SETUP does for the page's examples",
     "make test": "the whole suite; this test is part of it",
     "python -m pytest tests/test_doc_examples.py -x -q": "this test",
