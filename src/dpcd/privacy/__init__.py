@@ -6,7 +6,7 @@ module per algorithm family: :mod:`~dpcd.privacy.cd`, :mod:`~dpcd.privacy.gcd`,
 :mod:`~dpcd.privacy.calibrate`), which describe the run's releases as
 ``dp_accounting`` events, search the smallest noise meeting the target ε at δ (RDP or PLD accountant, default the tightest
 valid one) and return a :class:`Calibration` carrying the noise scales and
-the :class:`Ledger` to log.  See DESIGN.md, "Privacy conventions".
+the :class:`Ledger` to log.  See docs/method/privacy.md.
 """
 
 from dpcd.privacy import secure
