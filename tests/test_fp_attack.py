@@ -71,11 +71,11 @@ def test_fast_smoothness_release_is_broken():
 
 
 def test_secure_smoothness_release_holds():
-    """10⁵ runs per side, 0.45 seen: the share of unclamped releases differs
-    (the bound's standard error is about 0.005). Bit leaks would show as
-    they do in the fast mode, up to about 10 at this size. A false failure
-    needs the bound more than 100 standard errors above its value."""
-    result = fp_attack.attack_smoothness("secure", n_runs=100_000)
+    """10⁶ runs per side, 0.46 seen: the share of unclamped releases differs
+    (the bound's standard error is about 0.0015). Bit leaks would show as
+    they do in the fast mode, up to about 12.5 at this size. A false failure
+    needs the bound more than 300 standard errors above its value."""
+    result = fp_attack.attack_smoothness("secure", n_runs=1_000_000)
     assert result.epsilon_lb <= EPSILON
 
 
@@ -90,10 +90,10 @@ def test_fast_dp_cd_is_broken():
 
 
 def test_secure_dp_cd_holds():
-    """100 runs per side (a secure run draws 512 exact normals, about 80 ms);
-    0 seen, the test firing on about 40 % of the runs on either side. A leak
-    of low bits would show up to about 3.3 at this size. If both sides fire
-    at the same rate, between 0.2 and 0.6, a false failure has probability
-    below 5e-9 (summed over the two binomial laws)."""
-    result = attack_dp_cd("secure", n_runs=100)
+    """3 000 runs per side, as the fast test: 0 seen, the test firing on
+    about 47 % of the runs on either side. A leak of low bits would show up
+    to about 6.7 at this size. If both sides fire at the same rate, a false
+    failure needs the two rates e apart, about 35 standard errors: a chance
+    far below 1e-100."""
+    result = attack_dp_cd("secure", n_runs=3_000)
     assert result.epsilon_lb <= EPSILON

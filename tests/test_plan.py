@@ -28,9 +28,10 @@ SOLVE_JOBS = {
     "config/paper/dpcd_icml22_quick.yaml": 32,
     "config/paper/dpgcd_aistats23.yaml": 128,
     "config/paper/dpgcd_aistats23_quick.yaml": 37,
-    "config/paper/dpscd_aaai21.yaml": 80,
+    # SCD (one configuration) in one job, not one per chunk
+    "config/paper/dpscd_aaai21.yaml": 67,
     "config/paper/dpscd_aaai21_quick.yaml": 15,
-    "config/paper/dpscd_aaai21_phishing.yaml": 20,
+    "config/paper/dpscd_aaai21_phishing.yaml": 17,
     "config/paper/dpgcd_aistats23_midsize.yaml": 44,
     "config/paper/private_tuning.yaml": 12,
     "config/paper/private_tuning_baseline.yaml": 12,
@@ -86,8 +87,10 @@ def test_job_list_of_every_config(path):
     assert len(set(jobs)) == len(jobs)
     for name in p.experiments:
         exp = p.experiment(name)
+        # the configured chunks, never more than a solver's configurations
         assert [(j.solver, j.chunk) for j in p.jobs(name)] == [
-            (s, c) for s in sorted(exp["solvers"]) for c in range(exp["chunks"])
+            (s, c) for s in sorted(exp["solvers"])
+            for c in range(min(exp["chunks"], len(p.config_passes(name, s))))
         ]
         assert {j.stage for j in p.jobs(name)} == {"grid"}
     paths = [p.job_path(job, ".parquet") for job in jobs]
@@ -366,9 +369,10 @@ def test_chunk_core_hours_bounds_every_job(path):
         exp = sized.experiment(name)
         for solver in sorted(exp["solvers"]):
             free, cut = loose.cost(name, solver), sized.cost(name, solver)
-            assert free.chunks == exp["chunks"] == loose.solve_spec(name, solver)["chunks"]
-            assert cut.chunks == sized.solve_spec(name, solver)["chunks"] >= exp["chunks"]
             n_configs = len(sized.config_passes(name, solver))
+            assert free.chunks == min(exp["chunks"], n_configs) == loose.solve_spec(
+                name, solver)["chunks"]
+            assert cut.chunks == sized.solve_spec(name, solver)["chunks"] >= free.chunks
             assert cut.job <= 2 or cut.chunks >= n_configs, (name, solver, cut)
             assert math.isclose(cut.sweep, free.sweep)
             assert cut.job <= free.job + 1e-12
@@ -794,3 +798,31 @@ def test_a_non_private_solver_is_planned_at_one_epsilon():
     # without solver facts (dpcd not importable where Snakemake runs): priced as private
     bare = plan.Plan(load("config/paper/dpscd_aaai21.yaml"))
     assert len(bare.config_passes(name, "sgd", "screen")) == 4 * 13 * 11
+
+
+@pytest.mark.parametrize("path", [p for p in sorted(SOLVE_JOBS) if "private" not in p])
+def test_no_solve_job_runs_nothing(path):
+    """As configured (the paper configs' staged search), every solve job of
+    every stage has a configuration to run: a chunk past a solver's
+    configurations would pay a process start-up for nothing."""
+    p = make(load(path))
+    for job in p.jobs():
+        assert job.chunk < len(p.config_passes(job.experiment, job.solver, job.stage)), job
+
+
+def test_the_solve_rules_wildcards_are_the_search_modes_stages():
+    """The {stage} and {after} patterns of the solve and select rules come
+    from the search modes (no stage named in a rule file): every staged
+    stage's folder and grid's empty one match, the fresh stage's (its own
+    rule) does not; a select follows every staged stage but the confirm."""
+    import re
+
+    stage, after = plan.stage_wildcard(), plan.after_wildcard()
+    folders = {f"{s}/" for s in plan.SEARCHES["staged"].solve_stages} | {""}
+    assert all(re.fullmatch(stage, f) for f in folders)
+    assert not re.fullmatch(stage, "fresh/") and not re.fullmatch(stage, "private/")
+    assert set(after.split("|")) == set(plan.SEARCHES["staged"].solve_stages[:-1])
+    config = load("config/paper/dpscd_aaai21.yaml")
+    p = make(config)
+    for job in p.jobs():
+        assert re.fullmatch(stage, p.searches[job.experiment].folder(job.stage))

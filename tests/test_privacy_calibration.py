@@ -214,3 +214,69 @@ def test_validation_batch_size():
         privacy.calibrate_dp_sgd(100, 101, 1, 1.0, 1.0, 1e-5)
     with pytest.raises(ValueError, match="batch_size"):
         privacy.calibrate_dp_scd(100, 3, 101, 1.0, 1.0, 1e-5, iterations=5)
+
+
+@pytest.mark.parametrize("slope", [-1.0, -2.5])
+@pytest.mark.parametrize("start", [0.3, 1.0, 40.0])
+def test_search_lands_just_above_the_root(slope, start):
+    # log ε linear in log z with the slope of large-z Gaussians (-1) or of
+    # amplification by sampling (steeper): the answer meets the target and is
+    # within the tolerance above the root, in a few evaluations from any start
+    root, rtol, seen = 2.0, 1e-3, []
+
+    def gap(z):
+        seen.append(z)
+        return slope * math.log(z / root)
+
+    z = accounting.search(gap, (start,), -1.0, rtol, 1e-3, 4.0)
+    assert root <= z <= root * (1 + rtol)
+    assert z in seen and len(seen) <= 8
+
+
+def test_search_refuses_at_its_floor():
+    with pytest.raises(ValueError, match="0.001"):
+        accounting.search(lambda z: math.log(1e-5 / z), (1.0,), -1.0, 1e-3, 1e-3, 4.0)
+
+
+@pytest.mark.parametrize("batch, epsilon", [(10, 0.5), (200, 2.0)])
+def test_poisson_replace_one_meets_its_target_at_a_finer_discretisation(batch, epsilon,
+                                                                         monkeypatch):
+    # PLD alone accounts Poisson replace-one: the searched z meets the target
+    # at the search's interval and, re-checked by dp_accounting at a tenth of
+    # it, still does; a few PLD evaluations suffice
+    n, delta = 20_000, 1e-5
+    spec = ("poisson_gaussian", batch / n, math.ceil(3 * n / batch))
+    evaluations = []
+    real = accounting.new_accountant
+
+    def counting(kind, rel, *interval):
+        evaluations.append(kind)
+        return real(kind, rel, *interval)
+
+    for fn in (accounting._tightest, accounting._calibrate, accounting._epsilon):
+        fn.cache_clear()
+    monkeypatch.setattr(accounting, "new_accountant", counting)
+    z, achieved, used = accounting.calibrate_multiplier(spec, epsilon, delta, "auto",
+                                                        "replace_one")
+    assert used == "pld" and achieved <= epsilon
+    assert evaluations.count("pld") <= 6
+    interval = accounting.pld_interval(spec, "replace_one") / 10
+    acc = pld_privacy_accountant.PLDAccountant(Rel.REPLACE_ONE,
+                                               value_discretization_interval=interval)
+    event = dp_event.PoissonSampledDpEvent(batch / n, dp_event.GaussianDpEvent(z))
+    fine = acc.compose(event, spec[2]).get_epsilon(delta)
+    assert fine <= epsilon
+    # and it is close to the answer: 1 % less noise misses the target
+    assert accounting.epsilon_of(spec, 0.99 * z, delta, "pld", "replace_one") > epsilon
+
+
+def test_the_former_search_agrees_where_pld_is_smooth():
+    # the Brent path kept for events whose ε_PLD is not monotone gives, on a
+    # smooth event, a z within the tolerance of the interpolating search's
+    spec, delta = ("poisson_gaussian", 0.01, 300), 1e-5
+    z, achieved, used = accounting.calibrate_multiplier(spec, 1.0, delta, "pld", "replace_one")
+    brent = accounting._brent_pld(spec, 1.0, delta, "replace_one")
+    assert accounting.epsilon_of(spec, brent, delta, "pld", "replace_one") <= 1.0
+    assert abs(z / brent - 1) <= 2 * accounting.PLD_Z_TOLERANCE
+    assert accounting._monotone([(0.1, 2.0), (0.3, 0.5), (0.2, 1.0)])
+    assert not accounting._monotone([(0.1, 2.0), (0.2, 1.0), (0.3, 1.2)])

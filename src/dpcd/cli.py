@@ -15,16 +15,27 @@ SUBCOMMAND_MODULES = (
     "dpcd.stages",
     "dpcd.algorithms.budget",
 )
+# The modules registering one top-level command each; every other command is
+# a workflow stage's (dpcd.stages). A job builds the parser of its own
+# command only: the algorithms package loads every solver's kernels (numba,
+# 1 s), which a table or figure job never runs.
+OWN_COMMAND = {"data": "dpcd.data.cli", "budget": "dpcd.algorithms.budget"}
 
 
-def build_parser():
-    """Return the argument parser with every registered subcommand."""
+def build_parser(command=None):
+    """Return the argument parser with every registered subcommand, or with
+    only the module registering ``command`` when it is one of ours."""
     parser = argparse.ArgumentParser(
         prog="dpcd", description="Differentially private coordinate descent."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in SUBCOMMAND_MODULES:
+    modules = SUBCOMMAND_MODULES
+    if command is not None:
+        modules = (OWN_COMMAND.get(command, "dpcd.stages"),)
+    for name in modules:
         importlib.import_module(name).register(sub)
+    if command is not None and command not in sub.choices:
+        return build_parser()  # --help, or an unknown command: the full list
     return parser
 
 
@@ -46,7 +57,8 @@ def main(argv=None):
     """Entry point of the ``dpcd`` console script."""
     if argv is None:  # the process is this command, not a caller (a test) calling it
         stop_at_once_on_interrupt()
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0

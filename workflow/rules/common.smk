@@ -51,8 +51,8 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
-    stage="(screen/|refine/|promote/|confirm/)?",
-    after="screen|refine|promote",
+    stage=plan.stage_wildcard(),  # a search mode's stage folders
+    after=plan.after_wildcard(),
 
 
 def optional(path):

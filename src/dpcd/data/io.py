@@ -7,11 +7,14 @@ rename) so a failed preprocess never leaves a file Snakemake would take as done.
 
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
+
+# scipy.sparse (0.25 s) is imported where a sparse matrix is read: a job that
+# only writes files atomically (tables, figures) never needs it.
 
 _PARTS = ("", "_val", "_test")
 
@@ -102,8 +105,9 @@ def write_json_atomic(path, obj):
 def _pack(arrays, suffix, X, y):
     if X is None:
         return
-    if sp.issparse(X):
-        X = sp.csc_matrix(X, dtype=np.float64)
+    sparse = sys.modules.get("scipy.sparse")  # a sparse X means it is imported
+    if sparse is not None and sparse.issparse(X):
+        X = sparse.csc_matrix(X, dtype=np.float64)
         X.sort_indices()
         arrays[f"X{suffix}_format"] = np.array("csc")
         arrays[f"X{suffix}_data"] = X.data
@@ -122,6 +126,8 @@ def _unpack(npz, suffix):
     if key not in npz.files:
         return None, None
     if str(npz[key]) == "csc":
+        import scipy.sparse as sp
+
         X = sp.csc_matrix(
             (npz[f"X{suffix}_data"], npz[f"X{suffix}_indices"], npz[f"X{suffix}_indptr"]),
             shape=tuple(npz[f"X{suffix}_shape"]),

@@ -26,12 +26,12 @@ from .config import (
 )
 from .cost import Cost
 from .fresh import FreshJob
-from .jobs import SEARCHES, WARMUP_PRIORITY, Job, Plan
+from .jobs import SEARCHES, WARMUP_PRIORITY, Job, Plan, after_wildcard, stage_wildcard
 from .lattice import LATTICE_DECADES, axis_stride, coarse_indices, grid_size, prefix_passes
 from .private import PRIVATE_DEFAULTS, PRIVATE_DISTRIBUTIONS
 
-__all__ = ["Cost", "FreshJob", "GENERATED_SOURCES", "Job", "LATTICE_DECADES", "PRIVATE_DEFAULTS",
-           "PRIVATE_DISTRIBUTIONS", "Plan", "SEARCHES",
-           "WARMUP_PRIORITY", "algorithm_modules", "axis_stride", "coarse_indices",
+__all__ = ["Cost", "FreshJob", "GENERATED_SOURCES", "Job", "LATTICE_DECADES",
+           "PRIVATE_DEFAULTS", "PRIVATE_DISTRIBUTIONS", "Plan", "SEARCHES", "WARMUP_PRIORITY",
+           "after_wildcard", "algorithm_modules", "axis_stride", "coarse_indices",
            "data_spec", "expand_lambda_grids", "grid_size", "prefix_passes", "raw_path",
-           "render", "solver_entry"]
+           "render", "solver_entry", "stage_wildcard"]

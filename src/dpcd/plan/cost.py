@@ -121,12 +121,15 @@ class Costs:
         in a stage with a ``least_job_hours``, so that each job's estimate
         reaches it), or with ``chunk_core_hours`` set, enough (round-robin, as
         dpcd.sweep.run cuts them) that no job's estimate exceeds it; never more
-        chunks than configurations for the bound (a configuration's seeds run
-        in one job)."""
+        chunks than configurations (a configuration's seeds run in one job, so
+        a further chunk would start a process to run nothing; none in a stage
+        without configurations, such as a refine without a geomspace axis)."""
         passes = self.config_passes(experiment, solver, stage)
         n_configs = len(passes)
         owner = self.owner(experiment, stage)
         chunks, sized = owner.chunks(stage, n_configs)
+        if sized:  # chunks of configurations, not of a private search's seeds
+            chunks = min(chunks, n_configs)
         if owner.least_job_hours:
             work = self._hours(experiment, solver, stage, passes)
             chunks = max(1, min(chunks, math.floor(work / owner.least_job_hours)))

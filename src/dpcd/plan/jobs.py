@@ -17,6 +17,18 @@ from .staged import Staged
 #: The search modes, by their config value (``experiments.<name>.search``).
 SEARCHES = {search.mode: search for search in (Grid, Staged, Private)}
 
+
+def stage_wildcard():
+    """The pattern of the solve rule's ``{stage}``: the folder of a mode's
+    solve stage, or nothing (``search: grid``, the paths of finished workdirs)."""
+    folders = [f"{stage}/" for search in SEARCHES.values() for stage in search.solve_stages]
+    return f"({'|'.join(folders)})?"
+
+
+def after_wildcard():
+    """The pattern of the select rule's ``{after}``: a stage a select follows."""
+    return "|".join(stage for search in SEARCHES.values() for stage in search.solve_stages[:-1])
+
 # Warm-up jobs gate every solver job: they go first.
 WARMUP_PRIORITY = 100
 

@@ -19,6 +19,9 @@ class Search(ABC):
 
     #: The config value of ``search`` that selects the mode.
     mode = None
+    #: The stages whose jobs the solve rule runs in a folder of their own
+    #: (:meth:`folder`); the selects follow all but the last.
+    solve_stages = ()
     #: Whether report.fresh_seeds re-runs its selected configurations on new seeds.
     fresh = True
     #: Whether a non-private solver's runs at two epsilons are one run (the

@@ -14,6 +14,8 @@ from . import lattice
 from .config import solver_entry
 from .search import Search
 
+# Its stages, in order (a configuration runs only some of them: :meth:`Staged.stages`).
+STAGES = ("screen", "refine", "promote", "confirm")
 # The stages that run the first seed only (the confirm runs every seed).
 ONE_SEED_STAGES = ("screen", "refine", "promote")
 # The stages that run a prefix of each run with search_fidelity < 1.
@@ -31,6 +33,7 @@ class Staged(Search):
     """The staged search of one experiment."""
 
     mode = "staged"
+    solve_stages = STAGES
 
     @property
     def fidelity(self):
@@ -75,11 +78,6 @@ class Staged(Search):
 
     def seeds(self, stage):
         return 1 if stage in ONE_SEED_STAGES else self.exp["seeds"]
-
-    def chunks(self, stage, n_configs):
-        if stage == "refine":  # no job for a solver without a geomspace axis
-            return min(self.exp["chunks"], n_configs), True
-        return self.exp["chunks"], True
 
     def spec(self, solver, stage):
         """One seed for the screen, refine and promote; the stride where it

@@ -1,9 +1,9 @@
 """DpEvents for each release pattern, and numerical noise calibration.
 
 Every noise multiplier in the project comes from :func:`calibrate_multiplier`,
-a search (Brent's method, ``scipy.optimize.brentq``, as in
-``dp_accounting.mechanism_calibration``) over the noise multiplier ``z`` of a
-``dp_accounting`` event, for a target ε at a given δ.  No RDP or PLD formula is
+a search (:func:`search`: Newton-secant steps on log ε in log z, where
+``dp_accounting.mechanism_calibration`` runs Brent's method) over the noise
+multiplier ``z`` of a ``dp_accounting`` event, for a target ε at a given δ.  No RDP or PLD formula is
 written here: the accountants compute them.
 
 Event specs
@@ -285,40 +285,121 @@ def _epsilon(spec, z, delta, kind, relation, discretization):
 # Above this ε the privacy-loss range, hence the PLD array, becomes huge.
 PLD_MAX_EPSILON = 20.0
 
+# The searches stop within these fractions of z above the smallest z that
+# meets the target. At PLD's discretisation ε_PLD(z) is a step function, not
+# even monotone at finer scales (z = 0.6419 gave ε 0.977 and z = 0.6433 gave
+# 0.990 on Electricity's 20-pass DP-SGD), so a finer search than 0.1 % would
+# only choose among equally valid answers; RDP's ε is smooth and cheap.
+PLD_Z_TOLERANCE = 1e-3
+RDP_Z_TOLERANCE = 1e-6
+# The add-or-remove RDP answer only starts the PLD search of a Poisson
+# replace-one event (no RDP there): a coarse one does.
+RDP_START_TOLERANCE = 1e-2
+# The smallest z a search evaluates: below it the answer is refused (no
+# meaningful privacy under RDP; a privacy-loss range PLD cannot hold).
+Z_FLOOR = {"rdp": 1e-3, "pld": 1e-2}
+# A search step moves z by at most this factor: a PLD evaluation far from
+# its answer is slow (far below: a huge privacy-loss range; far above:
+# dp_accounting's sparse self-composition of millions of steps).
+MAX_STEP = {"rdp": 4.0, "pld": 2.0}
+# |log(ε / target)| beyond which a point is too far from the answer for its
+# slope to mean anything (ε capped at 0 or inf, or RDP's floor at huge z).
+_FAR = 30.0
+# Never reached on the paper's events (3 to 5 evaluations); a bound, not a tolerance.
+MAX_EVALUATIONS = 40
+# The PLD search of an event that RDP also accounts starts this far below
+# the RDP answer: the DP-SGD answers of the DP-CD paper's datasets are 0.64
+# to 0.97 x z_RDP when PLD wins, and the search then never evaluates above
+# the probe (where, at a few hundred points per step, one evaluation of
+# millions of steps takes seconds: 7 s for Electricity's 50-pass DP-SGD at
+# z = 0.95, 0.02 s at z = 0.9).
+PLD_PROBE = 0.75
 
-def _bracket(spec, epsilon, delta, kind, relation):
-    """Return an interval [lo, hi] of ``z`` with ε(lo) > ``epsilon`` ≥ ε(hi)."""
-    if kind == "pld":
-        return _pld_bracket(spec, epsilon, delta, relation)
-    lo = 1e-3
-    if epsilon_of(spec, lo, delta, kind, relation) <= epsilon:
-        raise ValueError(
-            f"epsilon={epsilon} is so large that noise multiplier < {lo} suffices; "
-            "refusing to calibrate (no meaningful privacy)"
-        )
-    # Guess from the single-Gaussian bound, scaled by sqrt(number of releases).
+
+def initial_guess(spec: tuple, epsilon: float, delta: float) -> float:
+    """A start for the search of ``spec``'s z: the single-Gaussian bound of
+    its sampled sensitivity, scaled by sqrt(number of releases)."""
     count = spec[-1]
     q = spec[1] if spec[0] == "poisson_gaussian" else (
         spec[2] / spec[1] if spec[0] == "wor_gaussian" else 1.0)
-    hi = max(2 * lo, q * math.sqrt(2 * count * math.log(1.25 / delta)) / epsilon)
-    while epsilon_of(spec, hi, delta, kind, relation) > epsilon:
-        hi *= 2
-    return lo, hi
+    return q * math.sqrt(2 * count * math.log(1.25 / delta)) / epsilon
 
 
-# The PLD search probes below the RDP answer by this factor.  PLD evaluations
-# are cheap near the PLD answer and can be slow far above it: at a few hundred
-# points per step and millions of steps, dp_accounting's sparse self-composition
-# computes size**count as a Python integer before it turns dense (7 s for
-# Electricity's 50-pass DP-SGD at z = 0.95, 0.02 s at z = 0.9).  The DP-SGD
-# answers of the DP-CD paper's datasets are 0.64 to 0.97 x z_RDP when PLD wins.
-PLD_PROBE = 0.75
-# Below a probe that meets the target the search steps down by this factor
-# until one misses: the answers sit within 10 % of the probe in the paper's
-# problems (replace-one DP-SGD on Electricity, 2 to 50 passes: 0.85 to 0.92 x
-# the probe), and a step of 0.75 evaluated z far below the answer, where
-# evaluations are the slowest (2.3 s at 0.54 vs 1.3 s near the answer, 0.66).
-PLD_STEP_DOWN = 0.9
+def search(gap, starts, slope, rtol, floor, max_step):
+    """The smallest evaluated ``z`` with ``gap(z) <= 0`` once it is within
+    ``rtol`` (relative) of the root of ``gap``, a decreasing function of z.
+
+    ``gap(z)`` is ``log(ε(z) / target)``, close to linear in ``u = log z``
+    (ε is about c/z for large z, steeper where sampling amplifies), so
+    interpolation on u lands within 0.1 % in a few evaluations: a Newton
+    step with the guess ``slope`` of d gap / du, then the secant through the
+    last two points, then inverse quadratic interpolation through the last
+    three (the interpolations of Brent's method, which the accountants'
+    own calibration runs on z itself). Each step aims half a tolerance
+    inside the feasible side, so the last evaluation usually both meets the
+    target and ends the search. ``starts`` are evaluated in order until one
+    meets the target (a probe below a known answer, then the answer). A step
+    moves z by at most a factor ``max_step``, stays inside the bracket once
+    there is one (bisecting when interpolation leaves it or stalls), and
+    never goes below ``floor``: a z at the floor that meets the target
+    raises ``ValueError``. The z returned was evaluated and meets the target.
+    """
+    lo = hi = width = None  # (u, g): largest u that misses, smallest that meets
+    points = []  # every (u, g) near the answer, in order
+    queue = [math.log(z) for z in starts]
+    u = queue.pop(0)
+    for _ in range(MAX_EVALUATIONS):
+        g = gap(math.exp(u))
+        if g <= 0 and math.exp(u) <= floor * (1 + 1e-9):
+            raise ValueError(f"noise multiplier <= {floor} meets the target")
+        if g > 0 and (lo is None or u > lo[0]):
+            lo = (u, g)
+        if g <= 0 and (hi is None or u < hi[0]):
+            hi = (u, g)
+        if abs(g) < _FAR and all(u != p[0] for p in points):
+            points.append((u, g))
+        if g > 0 and queue:
+            u = queue.pop(0)
+            continue
+        queue = []
+        if len(points) >= 2:
+            (u1, g1), (u2, g2) = points[-2:]
+            secant = (g2 - g1) / (u2 - u1)
+            slope = secant if secant < 0 else slope
+        if hi and ((lo and hi[0] - lo[0] <= rtol) or -hi[1] <= -slope * rtol):
+            return math.exp(hi[0])
+        aim = 0.5 * rtol * slope
+        step = math.log(max_step)
+        if abs(g) >= _FAR:  # ε = 0 or inf, capped, or RDP's floor: no slope to trust
+            nxt = u + (step if g > 0 else -step)
+        else:
+            nxt = _interpolate(points[-3:], aim) if len(points) >= 3 else None
+            if nxt is None:
+                nxt = u + (aim - g) / slope
+        nxt = min(max(nxt, u - step, math.log(floor)), u + step)
+        if lo and hi and hi[0] > lo[0]:
+            # bisect when interpolation leaves the bracket, or when neither
+            # the bracket nor the gap halved in the last step (a stalling end)
+            stalled = (width is not None and hi[0] - lo[0] > 0.5 * width
+                       and len(points) >= 2 and abs(points[-1][1]) > 0.5 * abs(points[-2][1]))
+            width = hi[0] - lo[0]
+            if stalled or not lo[0] < nxt < hi[0]:
+                nxt = 0.5 * (lo[0] + hi[0])
+        elif lo and hi:  # ε not monotone at this scale: hi meets the target
+            return math.exp(hi[0])
+        u = nxt
+    raise RuntimeError(f"calibration did not converge in {MAX_EVALUATIONS} evaluations")
+
+
+def _interpolate(points, aim):
+    """Inverse quadratic interpolation: the u where the parabola u(g) through
+    three (u, g) points takes g = ``aim``; None if two g coincide."""
+    (u0, g0), (u1, g1), (u2, g2) = points
+    if len({g0, g1, g2}) < 3:
+        return None
+    return (u0 * (aim - g1) * (aim - g2) / ((g0 - g1) * (g0 - g2))
+            + u1 * (aim - g0) * (aim - g2) / ((g1 - g0) * (g1 - g2))
+            + u2 * (aim - g0) * (aim - g1) / ((g2 - g0) * (g2 - g1)))
 
 
 def _pld_wins(spec, epsilon, delta, relation, z_rdp):
@@ -328,84 +409,134 @@ def _pld_wins(spec, epsilon, delta, relation, z_rdp):
                for z in (PLD_PROBE * z_rdp, z_rdp))
 
 
-def _pld_bracket(spec, epsilon, delta, relation):
-    """[lo, hi] for the PLD search, from the RDP answer downwards.
+@functools.lru_cache(maxsize=4096)
+def _calibrate(spec: tuple, epsilon: float, delta: float, kind: str, relation: str,
+               rtol: float | None = None):
+    """Smallest ``z`` with ε(z) ≤ ``epsilon`` under one accountant, within
+    ``rtol`` (default the accountant's tolerance), its ε, and the slope of
+    log ε in log z there (cached).
 
-    PLD is at least as tight as RDP in most regimes (z_PLD ≤ z_RDP), so the
-    search starts from the cheap RDP answer, which also keeps PLD away from
-    tiny z, whose privacy-loss range would not fit in memory.
+    RDP starts from :func:`initial_guess`. PLD starts from the RDP answer:
+    at :data:`PLD_PROBE` times it, then at it (PLD is at least as tight as
+    RDP in most regimes, and this keeps PLD away from tiny z, whose
+    privacy-loss range would not fit in memory). Under Poisson replace-one
+    there is no RDP answer: the start is the larger of the add-or-remove
+    RDP answer and twice :func:`initial_guess` (one record's contribution
+    can move the sampled sum by twice its radius), seldom below the answer.
     """
-    # No RDP under Poisson replace-one: start from the add-or-remove answer
-    # (the searches below move up or down from wherever it lands).
-    start = "add_or_remove_one" if sensitivity_unit(spec, relation) != 1.0 else relation
-    z_rdp = _calibrate(spec, epsilon, delta, "rdp", start)[0]
-    pld = functools.partial(epsilon_of, spec, delta=delta, kind="pld", relation=relation)
-    lo = PLD_PROBE * z_rdp
-    if pld(lo) > epsilon:  # the answer is above the probe
-        hi = z_rdp
-        while pld(hi) > epsilon:
-            lo, hi = hi, 2 * hi
-        return lo, hi
-    while True:
-        hi, lo = lo, lo * PLD_STEP_DOWN
-        if lo < 1e-2:
-            raise ValueError(f"epsilon={epsilon}: noise multiplier below 1e-2, "
-                             "use the rdp accountant")
-        if pld(lo) > epsilon:
-            return lo, hi
+    accountant_relation(spec, relation, kind)
+    if kind == "pld" and epsilon > PLD_MAX_EPSILON:
+        raise ValueError(f"epsilon: the pld accountant is limited to epsilon <= {PLD_MAX_EPSILON}")
+    slopes = []
+
+    def gap(z):
+        e = epsilon_of(spec, z, delta, kind, relation)
+        # same sign as ε - epsilon; ε = 0 or inf (far from the answer) capped
+        return min(max(math.log(max(e, 1e-300) / epsilon), -700.0), 700.0)
+
+    if kind == "rdp":
+        rtol = rtol or RDP_Z_TOLERANCE
+        starts, slope = (max(2 * Z_FLOOR["rdp"], initial_guess(spec, epsilon, delta)),), -1.0
+    elif sensitivity_unit(spec, relation) != 1.0:
+        z_rdp, _, slope = _calibrate(spec, epsilon, delta, "rdp", "add_or_remove_one",
+                                     RDP_START_TOLERANCE)
+        starts = (max(z_rdp, 2 * initial_guess(spec, epsilon, delta)),)
+    else:
+        z_rdp, _, slope = _calibrate(spec, epsilon, delta, "rdp", relation)
+        starts = (PLD_PROBE * z_rdp, z_rdp)
+    rtol = rtol or PLD_Z_TOLERANCE
+
+    def recorded(z):
+        g = gap(z)
+        slopes.append((math.log(z), g))
+        return g
+
+    try:
+        z = search(recorded, starts, slope, rtol, Z_FLOOR[kind], MAX_STEP[kind])
+        if kind == "pld" and not _monotone(slopes):
+            z = _brent_pld(spec, epsilon, delta, relation)
+    except ValueError:
+        if kind == "rdp":
+            raise ValueError(
+                f"epsilon={epsilon} is so large that noise multiplier < {Z_FLOOR[kind]} "
+                "suffices; refusing to calibrate (no meaningful privacy)") from None
+        raise ValueError(f"epsilon={epsilon}: noise multiplier below {Z_FLOOR[kind]}, "
+                         "use the rdp accountant") from None
+    achieved = epsilon_of(spec, z, delta, kind, relation)
+    if achieved > epsilon:  # unreachable; never return a z that misses the target
+        raise RuntimeError(f"calibration overshoot: {achieved} > {epsilon}")
+    return float(z), achieved, _local_slope(slopes, math.log(z))
 
 
-def _pld_search(spec, epsilon, delta, relation, lo, hi, tol):
-    """The smallest evaluated ``z`` in [lo, hi] that meets ``epsilon`` under PLD,
-    searched by Brent's method on ``log(ε(z) / epsilon)`` to within ``tol``.
+def _monotone(points):
+    """Whether the evaluated log-gaps decrease with z, as ε does."""
+    gaps = [g for _, g in sorted(points)]
+    return all(b <= a for a, b in zip(gaps, gaps[1:]))
 
-    PLD evaluations take seconds. ``log ε`` is nearly linear in ``z`` (its
-    slope varied by 15 % over 0.53 to 0.71 on Electricity's replace-one
-    DP-SGD), so Brent's interpolation lands close: 4 to 6 evaluations where
-    it took 7 to 9 on ``ε - epsilon``. Every evaluated ``z`` whose ε meets
-    the target is a valid answer (ε_PLD is a certified upper bound at each
-    ``z``); the smallest is kept (hi meets it, by construction of the bracket).
+
+# Below a PLD probe that meets the target, :func:`_brent_pld`'s bracket steps
+# down by this factor until one misses.
+PLD_STEP_DOWN = 0.9
+
+
+def _brent_pld(spec, epsilon, delta, relation):
+    """The PLD answer of Brent's method (``scipy.optimize.brentq`` on
+    ``log(ε(z) / epsilon)`` to within :data:`PLD_Z_TOLERANCE` of the
+    bracket's top, the smallest evaluated z that meets the target), from a
+    bracket stepped from the RDP answer: the search before interpolation
+    on log z, kept for the events whose ε_PLD is not monotone at the scale
+    of the search (millions of steps at δ ≈ 1e-9: ε 1.06 at z = 0.6734, 3.5
+    at 0.6811, 0.79 at 0.6851 on Electricity's 50-pass DP-SGD). There every
+    search finds another of many valid answers several % apart, and this
+    one keeps the answer, and so the tables, that it always gave.
     """
     from scipy import optimize
 
-    met = [hi]
+    # the RDP answer exactly as that search computed it: brentq on ε - epsilon
+    # over [1e-3, the first of initial_guess x 2^k that meets it], then the
+    # feasible side of the root (its PLD evaluations are that sensitive)
+    start = "add_or_remove_one" if sensitivity_unit(spec, relation) != 1.0 else relation
+
+    def rdp_gap(z):
+        return epsilon_of(spec, z, delta, "rdp", start) - epsilon
+
+    top = max(2 * Z_FLOOR["rdp"], initial_guess(spec, epsilon, delta))
+    while rdp_gap(top) > 0:
+        top *= 2
+    root = optimize.brentq(rdp_gap, Z_FLOOR["rdp"], top, xtol=RDP_Z_TOLERANCE * top)
+    z_rdp = next((x for x in (root, root + RDP_Z_TOLERANCE * top) if rdp_gap(x) <= 0), top)
+    met = []
 
     def log_gap(z):
         e = epsilon_of(spec, z, delta, "pld", relation)
         if e <= epsilon:
             met.append(z)
-        # same sign as ε - epsilon; ε = 0 or inf (far from the answer) capped
         return min(max(math.log(max(e, 1e-300) / epsilon), -700.0), 700.0)
 
-    optimize.brentq(log_gap, lo, hi, xtol=tol)
+    lo = PLD_PROBE * z_rdp
+    if log_gap(lo) > 0:  # the answer is above the probe
+        hi = z_rdp
+        while log_gap(hi) > 0:
+            lo, hi = hi, 2 * hi
+    else:
+        while True:
+            hi, lo = lo, lo * PLD_STEP_DOWN
+            if lo < Z_FLOOR["pld"]:
+                raise ValueError("noise multiplier below the floor")
+            if log_gap(lo) > 0:
+                break
+    optimize.brentq(log_gap, lo, hi, xtol=PLD_Z_TOLERANCE * hi)
     return min(met)
 
 
-@functools.lru_cache(maxsize=4096)
-def _calibrate(spec: tuple, epsilon: float, delta: float, kind: str, relation: str):
-    """Smallest ``z`` with ε(z) ≤ ``epsilon`` under one accountant (cached)."""
-    accountant_relation(spec, relation, kind)
-    if kind == "pld" and epsilon > PLD_MAX_EPSILON:
-        raise ValueError(f"epsilon: the pld accountant is limited to epsilon <= {PLD_MAX_EPSILON}")
-    from scipy import optimize
-
-    lo, hi = _bracket(spec, epsilon, delta, kind, relation)
-    tol = (PLD_Z_TOLERANCE if kind == "pld" else 1e-6) * hi
-
-    def gap(z):
-        return epsilon_of(spec, z, delta, kind, relation) - epsilon
-
-    if kind == "pld":
-        z = _pld_search(spec, epsilon, delta, relation, lo, hi, tol)
-    else:
-        root = optimize.brentq(gap, lo, hi, xtol=tol)
-        # The root is within tol of a sign change, on either side of it: keep
-        # a z that meets the target (hi does, by construction of the bracket).
-        z = next((x for x in (root, root + tol) if gap(x) <= 0), hi)
-    achieved = epsilon_of(spec, z, delta, kind, relation)
-    if achieved > epsilon:  # unreachable; never return a z that misses the target
-        raise RuntimeError(f"calibration overshoot: {achieved} > {epsilon}")
-    return float(z), achieved
+def _local_slope(points, u):
+    """Secant slope of the two evaluated points nearest ``u`` (-1 if none)."""
+    near = sorted((p for p in points if abs(p[1]) < 700), key=lambda p: abs(p[0] - u))[:2]
+    if len(near) == 2 and near[0][0] != near[1][0]:
+        s = (near[0][1] - near[1][1]) / (near[0][0] - near[1][0])
+        if s < 0:
+            return s
+    return -1.0
 
 
 def calibrate_multiplier(spec: tuple, epsilon: float, delta: float,
@@ -467,8 +598,8 @@ def _tightest(spec, epsilon, delta, kinds, relation):
     """
     results = []
     if "rdp" in kinds:
-        results.append((*_calibrate(spec, epsilon, delta, "rdp", relation), "rdp"))
+        results.append((*_calibrate(spec, epsilon, delta, "rdp", relation)[:2], "rdp"))
     if "pld" in kinds:
         if not results or _pld_wins(spec, epsilon, delta, relation, results[0][0]):
-            results.append((*_calibrate(spec, epsilon, delta, "pld", relation), "pld"))
+            results.append((*_calibrate(spec, epsilon, delta, "pld", relation)[:2], "pld"))
     return min(results, key=lambda r: r[0])

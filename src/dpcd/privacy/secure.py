@@ -8,8 +8,9 @@ input).  The secure mode (``noise="secure"``) instead
 
 * rounds each released quantity to a grid ``γ`` (``q = floor(x/γ + 1/2)``,
   an integer),
-* adds integer noise ``k`` drawn by OpenDP's exact samplers (discrete
-  Gaussian or discrete Laplace, from the operating system's secure source),
+* adds integer noise ``k`` drawn by the exact samplers of
+  :mod:`dpcd.privacy.exact` on a ChaCha20 keystream keyed by the OS (discrete
+  Gaussian or discrete Laplace),
 * releases ``γ·(q + k)``: a deterministic function of the integer ``q + k``,
   so its floating-point representation reveals nothing more.
 
@@ -66,7 +67,7 @@ GUARANTEES = {
     "fast": ("floating-point samplers (numba/numpy) on a seeded PCG64 generator: "
              "the guarantee assumes an idealised sampler and a secret seed; "
              "a reproducible run for research, not for release"),
-    "secure": ("exact discrete samplers (OpenDP) from the OS's secure source, "
+    "secure": ("exact discrete samplers on a keystream keyed from the OS's secure source, "
                "inputs rounded to a grid accounted in the sensitivity; seeds "
                "drawn from the OS and never recorded"),
 }
@@ -104,18 +105,9 @@ def secure_entropy() -> int:
     return secrets.randbits(128)
 
 
-def _opendp():
-    try:
-        import opendp.prelude as dp
-    except ImportError as exc:  # pragma: no cover - opendp is a dependency
-        raise ImportError("noise='secure' needs the opendp package "
-                          "(pip install 'opendp>=0.16')") from exc
-    dp.enable_features("contrib")
-    return dp
-
-
 def _draw(kind: str, scale: float, size: int) -> np.ndarray:
-    """``size`` i.i.d. integer draws of OpenDP's exact sampler ``kind``."""
+    """``size`` i.i.d. integer draws of the exact sampler ``kind``
+    (:mod:`dpcd.privacy.exact`) on a fresh keyed stream."""
     size = int(size)
     if size < 0:
         raise ValueError(f"size must be >= 0, got {size}")
@@ -124,18 +116,20 @@ def _draw(kind: str, scale: float, size: int) -> np.ndarray:
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
     if size == 0:
         return np.zeros(0, dtype=np.int64)
-    dp = _opendp()
-    metric = dp.l2_distance(T="i64") if kind == "gaussian" else dp.l1_distance(T="i64")
-    make = dp.m.make_gaussian if kind == "gaussian" else dp.m.make_laplace
-    # the measurement adds noise to its input: zeros give the noise alone
-    meas = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=scale)
-    return np.asarray(meas(np.zeros(size, dtype=np.int64)), dtype=np.int64)
+    # imported here: numba's import is not paid by jobs that only read calibrations
+    from dpcd.privacy import exact, keystream
+
+    out = np.empty(size, dtype=np.int64)
+    fill = exact.fill_discrete_gaussian if kind == "gaussian" else exact.fill_discrete_laplace
+    fill(keystream.new_state(), scale, out)
+    return out
 
 
 def discrete_gaussian(scale: float, size: int) -> np.ndarray:
     """Exact discrete Gaussian draws, pmf ∝ ``exp(−k²/(2 scale²))`` on the integers.
 
-    Drawn by OpenDP (Canonne et al. 2020's sampler) from the OS's secure source.
+    Drawn by :func:`dpcd.privacy.exact.fill_discrete_gaussian` (Canonne et
+    al. 2020's sampler) on a keystream keyed from the OS's secure source.
 
     Parameters
     ----------
@@ -153,7 +147,8 @@ def discrete_gaussian(scale: float, size: int) -> np.ndarray:
 def discrete_laplace(scale: float, size: int) -> np.ndarray:
     """Exact discrete Laplace draws, pmf ∝ ``exp(−|k|/scale)`` on the integers.
 
-    Drawn by OpenDP from the OS's secure source.
+    Drawn by :func:`dpcd.privacy.exact.fill_discrete_laplace` on a keystream
+    keyed from the OS's secure source.
 
     Parameters
     ----------

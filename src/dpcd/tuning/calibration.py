@@ -285,7 +285,7 @@ def _train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec, z
                          "leaves no budget for training; lower score_fraction or k_mean")
     if total(hi) <= epsilon:
         eps_t = hi
-    else:  # Brent on log eps_t (as accounting._calibrate), then the feasible side
+    else:  # Brent on log eps_t, then the feasible side
         from scipy import optimize
 
         def gap(log_e):

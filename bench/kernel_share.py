@@ -1,0 +1,108 @@
+"""The kernels' share of a finished workflow run's CPU, from its overhead ledgers.
+
+Run, in the workdir of a finished run (or with ``--workdir``)::
+
+    /usr/bin/time -o time.log snakemake --cores 2 ...
+    python bench/kernel_share.py --time-log time.log
+
+Every solve job writes an overhead ledger (``results/runs/**/chunk*.timing.json``,
+``results/fresh/*/chunk*.timing.json``): the seconds of its kernels, its
+calibrations, its MLflow runs file and the rest. This script sums them and
+sets them against the CPU seconds of the whole run: user + sys as
+``/usr/bin/time`` reports them (its default format, or ``-v``), or
+``--cpu-seconds``. It also sums Snakemake's ``benchmark:`` files per rule
+(``results/benchmarks/<rule>/...``: jobs, wall and CPU seconds), so the CPU
+outside the kernels can be read per rule. Prints a table; no assertions.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+
+
+def ledger_sums(workdir):
+    """Sum of each overhead-ledger field over the solve jobs, and their number."""
+    paths = (glob.glob(os.path.join(workdir, "results/runs/**/chunk*.timing.json"), recursive=True)
+             + glob.glob(os.path.join(workdir, "results/fresh/*/chunk*.timing.json")))
+    sums = defaultdict(float)
+    for path in paths:
+        with open(path) as fh:
+            for key, value in json.load(fh)["seconds"].items():
+                sums[key] += value
+    return dict(sums), len(paths)
+
+
+def rule_sums(workdir):
+    """{rule: (jobs, wall s, CPU s)} from Snakemake's benchmark files."""
+    out = {}
+    root = os.path.join(workdir, "results/benchmarks")
+    for rule in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        jobs = wall = cpu = 0.0
+        for path in glob.glob(os.path.join(root, rule, "**/*.tsv"), recursive=True):
+            with open(path) as fh:
+                for row in csv.DictReader(fh, delimiter="\t"):
+                    jobs += 1
+                    wall += float(row["s"])
+                    cpu += float(row.get("cpu_time") or 0.0)
+        out[rule] = (int(jobs), wall, cpu)
+    return out
+
+
+def cpu_of_time_log(path):
+    """user + sys seconds and the wall of a ``/usr/bin/time`` report."""
+    text = open(path).read()
+    verbose = re.search(r"User time \(seconds\): ([\d.]+).*?System time \(seconds\): ([\d.]+)",
+                        text, re.S)
+    if verbose:
+        user, system = map(float, verbose.groups())
+    else:
+        found = re.search(r"([\d.]+)user\s+([\d.]+)system\s+([\d:.]+)elapsed", text)
+        if not found:
+            raise ValueError(f"{path}: no user/system seconds of /usr/bin/time found")
+        user, system = float(found.group(1)), float(found.group(2))
+    wall = re.search(r"([\d:.]+)elapsed", text) or re.search(
+        r"Elapsed \(wall clock\) time.*?: ([\d:.]+)", text)
+    return user, system, wall.group(1) if wall else "?"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default=".", help="the run's workdir (has results/)")
+    cpu = parser.add_mutually_exclusive_group(required=True)
+    cpu.add_argument("--time-log", help="/usr/bin/time's report of the whole run")
+    cpu.add_argument("--cpu-seconds", type=float, help="user + sys CPU seconds of the run")
+    args = parser.parse_args()
+    if args.time_log:
+        user, system, wall = cpu_of_time_log(args.time_log)
+        total = user + system
+        print(f"run: wall {wall}, user {user:.1f} s + sys {system:.1f} s = {total:.1f} CPU s")
+    else:
+        total = args.cpu_seconds
+        print(f"run: {total:.1f} CPU s")
+    ledgers, n_jobs = ledger_sums(args.workdir)
+    if not n_jobs:
+        print(f"{args.workdir}: no overhead ledgers under results/", file=sys.stderr)
+        return 1
+    print(f"\n{n_jobs} solve jobs' overhead ledgers (s; share of the run's CPU):")
+    for key in sorted(ledgers, key=ledgers.get, reverse=True):
+        print(f"  {key:12} {ledgers[key]:9.1f}  {ledgers[key] / total:6.1%}")
+    rules = rule_sums(args.workdir)
+    solve_cpu = sum(rules.get(r, (0, 0, 0))[2] for r in ("solve", "fresh_solve"))
+    print("\nper rule (Snakemake benchmarks): jobs, job wall s, job CPU s")
+    for rule, (jobs, wall, cpu_s) in sorted(rules.items(), key=lambda kv: -kv[1][2]):
+        print(f"  {rule:22} {jobs:5d} {wall:9.1f} {cpu_s:9.1f}")
+    print(f"\nkernels: {ledgers.get('kernels', 0.0):.1f} of {total:.1f} CPU s = "
+          f"{ledgers.get('kernels', 0.0) / total:.1%} (outside the kernels: "
+          f"{total - ledgers.get('kernels', 0.0):.1f} s)")
+    if solve_cpu:
+        print(f"calibration: {ledgers.get('calibration', 0.0):.1f} of the solve jobs' "
+              f"{solve_cpu:.1f} CPU s = {ledgers.get('calibration', 0.0) / solve_cpu:.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
