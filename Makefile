@@ -1,6 +1,7 @@
 # Two commands for a fresh machine:
 #   make run   create .venv, install dpcd, run the workflow on config/config.yaml
 #   make test  create .venv, install dpcd with its test and cluster extras, run the test suite
+# and: make install (.venv with dpcd only), make docs (serve the documentation site).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -9,7 +10,7 @@ export PATH := $(BIN):$(PATH)
 export NUMBA_CACHE_DIR ?= $(CURDIR)/results/.numba_cache
 CORES ?= all
 
-.PHONY: run test ui dry-run lint clean
+.PHONY: install run test ui docs dry-run lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +22,13 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,cluster]'
+	touch $@ $(VENV)/.installed $(VENV)/.installed-docs
+
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
 
 run: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES) --configfile config/config.yaml \
@@ -45,6 +52,10 @@ lint: $(VENV)/.installed-test
 ui: export MLFLOW_SERVER_ENABLE_JOB_EXECUTION = false
 ui: $(VENV)/.installed
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///results/mlflow.db
+
+# The documentation site (docs/ and config/README.md) at http://127.0.0.1:8000.
+docs: $(VENV)/.installed-docs
+	$(BIN)/mkdocs serve
 
 clean:
 	rm -rf results/* .snakemake

@@ -1,5 +1,7 @@
 # dpcd: datasets -> preprocessing -> smoothness -> solver sweeps -> tables, figures, MLflow.
 # Set-up only: configuration, validation and the rules of each stage.
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -8,13 +10,16 @@ min_version("9.0")
 # The embedded default, unless a --configfile was given: Snakemake would merge
 # the two recursively and leak default solvers into another configuration.
 # Every config file names its datasets (a required key); a --config alone (the
-# cluster profile's chunk_core_hours=2 search=grid) does not.
+# cluster profile's chunk_core_hours=2 search=grid) does not. The repository's
+# files are found from the workflow's directory, so `snakemake -d DIR` runs
+# any config in a working directory of its own.
+DEFAULT_CONFIGFILE = os.path.join(workflow.basedir, "config", "config.yaml")
 if "datasets" not in config:
     # Snakemake's own message names neither the file nor the line.
     import yaml
 
     try:
-        _default = yaml.safe_load(open("config/config.yaml"))
+        _default = yaml.safe_load(open(DEFAULT_CONFIGFILE))
     except yaml.YAMLError as exc:
         raise ValueError(f"config/config.yaml: not valid YAML: {exc}") from None
     if not isinstance(_default, dict):
@@ -23,7 +28,7 @@ if "datasets" not in config:
             f"got {type(_default).__name__}"
         )
 
-    configfile: "config/config.yaml"
+    configfile: DEFAULT_CONFIGFILE
 
 
 include: "workflow/rules/common.smk"

@@ -130,7 +130,7 @@ def config_events(path):
             for name, entry in exp["solvers"].items():
                 entry = dict(entry or {})
                 solver = algorithms.get(entry.pop("solver", name))
-                if not solver.private or solver.calibrate is None:
+                if not solver.private or solver.privacy.calibrate is None:
                     continue
                 passes = entry.pop("passes", exp["passes"])
                 axes = {k: expand_grid(v) if isinstance(v, (list, dict)) else [v]
@@ -144,7 +144,7 @@ def config_events(path):
                             cfg = {"passes": ps, "clip": 1.0, "step": 1.0, **combo}
                             budget = algorithms.Budget(eps, delta, privacy.get("accountant", "auto"),
                                                        privacy.get("neighbouring", "replace_one"))
-                            solver.calibrate(Probe(n, p, penalty), cfg, budget)
+                            solver.privacy.calibrate(Probe(n, p, penalty), cfg, budget)
     finally:
         accounting.calibrate_multiplier = real
     for event in record:
@@ -174,12 +174,14 @@ def main():
     parser.add_argument("--recheck", action="store_true",
                         help="re-evaluate each new PLD z at a 10x finer discretisation")
     parser.add_argument("--limit", type=int, default=None, help="time only the first N events")
+    parser.add_argument("--every", type=int, default=1,
+                        help="time every k-th event only (a sample across the configs)")
     args = parser.parse_args()
     os.environ.pop("DPCD_CALIBRATION_CACHE", None)
     events = REPRESENTATIVE
     if args.config:
         events = list(dict.fromkeys(e for path in args.config for e in config_events(path)))
-    events = events[:args.limit]
+    events = events[::args.every][:args.limit]
     old = load_baseline(args.baseline)
     print(f"{len(events)} events; baseline {args.baseline}; CPU seconds of this process "
           "(other jobs' load still slows both)")

@@ -45,9 +45,10 @@ def test_every_builtin_spec_is_complete():
     for name in algorithms.names(builtin=True):
         spec = algorithms.get(name)
         assert spec.name == name and spec.description and callable(spec.run)
-        assert spec.family is not None  # the warmup job compiles every built-in kernel
+        # the warmup job compiles every built-in kernel
+        assert spec.runtime.family is not None and spec.runtime.warm is not None
         assert set(spec.required) <= {hp.name for hp in spec.hyperparameters}
-        assert spec.private or spec.calibrate is None  # nothing to calibrate
+        assert not spec.private or spec.privacy.calibrate is not None
     assert algorithms.table_hyperparameters() == ("step", "clip", "batch_size")
 
 
@@ -95,6 +96,38 @@ def test_plan_time_checks_name_the_entry():
                                         neighbouring="add_or_remove_one"), defs)
 
 
+def test_secure_support_is_the_specs(monkeypatch):
+    """Whether a solver runs in the secure noise mode is its spec's
+    ``privacy.secure`` alone: the estimators, the jobs and the plan-time check
+    read it (a copy of a secure spec that says False is refused, and the
+    reverse)."""
+    import dataclasses
+
+    from dpcd.algorithms import registry
+
+    defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    for name in algorithms.names():
+        spec = algorithms.get(name)
+        assert (name in algorithms.names(secure=True)) == (spec.private
+                                                            and spec.privacy.secure)
+    secure = algorithms.names(secure=True)[0]
+    spec = algorithms.get(secure)
+    plain = dataclasses.replace(spec, name="plain", privacy=dataclasses.replace(
+        spec.privacy, secure=False))
+    monkeypatch.setitem(registry._SPECS, "plain", plain)
+    algorithms.check_secure(secure, "noise='secure'")
+    with pytest.raises(ValueError, match=f"noise='secure' covers solver .*{secure}.*, "
+                                         "not 'plain'"):
+        algorithms.check_secure("plain", "noise='secure'")
+    config = {"experiments": {"e": {
+        "problem": {"loss": "squares", "penalty": "l1"},
+        "privacy": {"epsilon": 1.0, "noise": "secure"},
+        "solvers": {"mine": {"solver": "plain", "step": [1.0], "clip": [1.0]}}}}}
+    with pytest.raises(ValueError, match=r"experiments\.e\.privacy\.noise: 'secure' "
+                                         r"\(solver mine\) covers solver"):
+        algorithms.check_solvers(config, defs)
+
+
 def test_every_paper_config_passes_the_plan_time_checks():
     defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
     paths = [ROOT / "config" / "config.yaml", *sorted((ROOT / "config" / "paper").glob("*.yaml"))]
@@ -132,8 +165,8 @@ def test_outside_solver_calibration_against_dp_accounting(noisy_gd, epsilon, pas
     from types import SimpleNamespace
 
     problem = SimpleNamespace(n_samples=200)
-    ledger = noisy_gd.calibrate(problem, {"clip": 0.5, "passes": passes},
-                                Budget(epsilon, 1e-5)).ledger
+    ledger = noisy_gd.privacy.calibrate(problem, {"clip": 0.5, "passes": passes},
+                                        Budget(epsilon, 1e-5)).ledger
     (mech,) = ledger.mechanisms
     assert mech.sensitivity == 2 * 0.5 / 200 and mech.count == passes
     assert mech.noise_scale == pytest.approx(mech.noise_multiplier * mech.sensitivity)
@@ -187,7 +220,7 @@ def test_entry_points_register_installed_solvers(tmp_path, monkeypatch):
         "from dpcd import algorithms\n"
         "from dpcd.algorithms import cd\n"
         "algorithms.register(algorithms.Algorithm(name='ep_demo', description='demo',\n"
-        "                                         run=cd.run, private=False))\n")
+        "                                         run=cd.run, privacy=None))\n")
     info = tmp_path / "ep_demo-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-demo\nVersion: 0.1\n")

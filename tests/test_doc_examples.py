@@ -34,9 +34,7 @@ SKIPPED_PYTHON = {}
 
 # Pages whose Python examples are known to fail, with why: reported to their
 # authors; the test fails once such a page runs, so that its entry goes.
-KNOWN_FAILING = {
-    "docs/secure_noise.md": "its example fits on X, y that it does not define",
-}
+KNOWN_FAILING = {}
 
 # Pages whose examples need files a reader is told to make first: page ->
 # (source in the repository, name in the reader's directory).
@@ -64,14 +62,13 @@ NOT_RUN = {
     "make dry-run": "snakemake -n on config/config.yaml, as `snakemake -n` below",
     "make lint": "snakemake --lint and snakefmt: .ci/run runs it",
     ".ci/run": "the CI itself: installs system packages as root",
-    ".venv/bin/mkdocs serve": "a server; tests/test_docs.py builds the same site strictly",
+    "make docs": "mkdocs serve, a server; tests/test_docs.py builds the same site strictly",
     "snakemake --report report.html": "needs a finished run: tests/workflow/test_user_view.py",
     "snakemake --unlock": "needs a killed run's lock: tests/workflow/test_resilience.py",
     "snakemake --cores 2": COVERED_BY_WORKFLOW_TESTS,
     "snakemake -n": "the dry-run form of every snakemake command here",
     "snakemake --cores N --configfile config/paper/<file>.yaml":
         "a synopsis: tests/workflow/test_cluster.py plans every file of config/paper/",
-    "snakemake --cores N --configfile FILE": "a synopsis, as the line above",
     "snakemake --cores N --configfile ...": "a synopsis, as the line above",
     ".venv/bin/snakemake ...": "a synopsis: any command above with a mirror",
     "snakemake --cores 8": "needs a tracking server: tests/workflow/test_tracking_server.py",

@@ -17,6 +17,7 @@ from dpcd.sweep.fresh import run_fresh, run_fresh_chunk, selected_configurations
 from dpcd.sweep.problem import SweepProblem, resolve_alpha
 from dpcd.sweep.run import run_chunk
 from dpcd.sweep.runner import run_configurations
+from dpcd.sweep.tidy import kernel_seconds, records_run
 from dpcd.sweep.smoothness import private_smoothness_estimates
 
 
@@ -206,6 +207,11 @@ def test_a_non_private_solver_runs_once_for_every_epsilon():
         pd.testing.assert_frame_equal(other, by_eps[0])
     for a, b in zip(records[:8], records[8:16]):
         assert a.objective is b.objective  # one run, not two equal ones
+        assert a.copy_of is None and b.copy_of == a.config_id
+    # the overhead ledger counts each run's kernel time once, not once per epsilon
+    assert records_run(records) == records[:8]
+    assert kernel_seconds(records) == pytest.approx(sum(r.time.sum() for r in records[:8]))
+    assert kernel_seconds(records) < sum(r.time.sum() for r in records)
     # a private solver still runs every epsilon
     private, _ = run_chunk(SPEC, 0, problem, 0.01)
     assert private.groupby("epsilon")["objective"].sum().nunique() == 2

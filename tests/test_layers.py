@@ -101,6 +101,26 @@ def test_a_solve_job_writes_its_runs_file_without_loading_mlflow():
     assert out.stdout.strip() == "False"
 
 
+def test_a_stage_job_starts_without_the_kernels():
+    """A job builds only its own command's parser: a table, figure or select
+    job loads neither numba and the kernels' modules (through the algorithms
+    package, which ``dpcd budget`` needs) nor scipy.sparse (about 1 s in all)."""
+    heavy = ("numba", "scipy.sparse", "dpcd.algorithms")
+    code = ("import sys; from dpcd.cli import build_parser; "
+            "[build_parser(c) for c in ('aggregate', 'fresh', 'select', 'summary')]; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    from dpcd.cli import build_parser
+
+    # every command still parses, and --help lists them all
+    assert {"data", "budget", "solve", "aggregate"} <= set(
+        build_parser()._subparsers._group_actions[0].choices)
+    assert build_parser("budget").parse_args(
+        ["budget", "--algorithm", "dp_cd", "--epsilon", "1", "--delta", "1e-6", "--n", "10",
+         "--passes", "1"]).command == "budget"
+
+
 def test_stage_modules_stay_thin_entry_points():
     """One module per rule file, each an entry point of at most 200 lines:
     what grows belongs in the library below."""

@@ -29,6 +29,26 @@ def test_conda_env_matches_pyproject():
     assert any(".." in entry for entry in pip_section)
 
 
+def test_oldest_versions_are_the_lower_bounds():
+    """.ci/oldest.txt pins every dependency at its pyproject.toml lower bound
+    (the CI's oldest-versions step installs exactly these)."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lower = {}
+    for text in project["dependencies"]:
+        req = Requirement(text)
+        (bound,) = [s.version for s in req.specifier if s.operator == ">="]
+        lower[_name(req.name)] = Version(bound)
+    pins = {}
+    for line in (ROOT / ".ci" / "oldest.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[_name(name)] = Version(version)
+    assert pins == lower
+
+
 # The rules of workflow/rules/*.smk, counted by hand: the test below must see
 # them all, not pass on none (a moved directory, a changed rule syntax).
 N_RULES = 19
@@ -80,3 +100,21 @@ def test_a_table_job_leaves_figures_and_mlflow_unimported():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_version_and_warmup_from_a_terminal(tmp_path):
+    """``dpcd --version`` names the installed version; ``dpcd warmup`` needs no
+    ``--out`` (it prints its record; the workflow's marker file is optional)."""
+    import importlib.metadata
+    import json
+    import subprocess
+    import sys
+
+    dpcd = Path(sys.executable).parent / "dpcd"
+    proc = subprocess.run([str(dpcd), "--version"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"dpcd {importlib.metadata.version('dpcd')}"
+    proc = subprocess.run([str(dpcd), "warmup", "--families", "reference"], capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["families"] == ["reference"]
+    assert not list(tmp_path.iterdir())

@@ -576,7 +576,8 @@ def test_sparse_data_costs_its_non_zeros():
     p = make(config)
     entries, sparse = p.dataset_entries("dorothea")
     assert sparse and entries == registry()["dorothea"]["expected"]["nnz"]
-    assert p.step_cost_ns("dorothea", "dp_gcd_gs_q") == get("dp_gcd").step_cost_ns["sparse"]
+    sparse = get("dp_gcd").runtime.step_cost_ns["sparse"]
+    assert p.step_cost_ns("dorothea", "dp_gcd_gs_q") == sparse
     assert p.dataset_entries("california") == (p.dataset_size("california"), False)
 
 

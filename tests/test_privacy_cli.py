@@ -35,6 +35,20 @@ def test_budget_json(extra, capsys):
     assert "noise multiplier" in capsys.readouterr().out
 
 
+def test_budget_delta_defaults_to_one_over_n_squared(capsys):
+    """Without --delta, delta = 1/n^2 (a config's null): the same ledger as
+    --delta 1/n^2 given, another than --delta 1e-3."""
+    args = ["budget", "--algorithm", "dp_cd", "--epsilon", "1", "--n", "1000", "--p", "5",
+            "--passes", "3", "--json"]
+    ledgers = []
+    for extra in ([], ["--delta", str(1 / 1000**2)], ["--delta", "1e-3"]):
+        assert main(args + extra) == 0
+        ledgers.append(json.loads(capsys.readouterr().out))
+    assert ledgers[0]["delta"] == pytest.approx(1e-6, rel=1e-12)
+    assert ledgers[0] == ledgers[1]
+    assert ledgers[2]["noise_multiplier"] < ledgers[0]["noise_multiplier"]
+
+
 @pytest.mark.parametrize("bad,word", [
     (["--epsilon", "0"], "epsilon"), (["--epsilon", "-1"], "epsilon"),
     (["--delta", "0"], "delta"), (["--delta", "1.5"], "delta"), (["--n", "1"], "n"),

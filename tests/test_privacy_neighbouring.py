@@ -113,8 +113,8 @@ def test_dual_dp_scd_calibration_per_relation(relation):
 def test_seq_dp_scd_samples_poisson_under_every_relation():
     # Poisson batches at a stated L_max are proven under the zero record and
     # replace-one (docs/method/dp_scd_release.md, sections 5 and 8)
-    assert algorithms.get("seq_dp_scd").sampling == "poisson"
-    assert algorithms.get("dp_scd").sampling == "poisson"
+    assert algorithms.get("seq_dp_scd").privacy.sampling == "poisson"
+    assert algorithms.get("dp_scd").privacy.sampling == "poisson"
     n, p, L, clip, delta = 4000, 10, 20, 1.0, 1e-5
     cal = privacy.calibrate_dp_scd(n, p, L, clip, 1.0, delta, iterations=200, variant="seq",
                                    relation="replace_one")
@@ -314,7 +314,9 @@ def test_a_specs_relations_are_its_calibrations(solver):
             spec.check_neighbouring(relation)
         except ValueError:
             with pytest.raises(ValueError, match="neighbouring: .* is calibrated under"):
-                spec.calibrate(Probe(1000, 4), config, Budget(1.0, 1e-6, "auto", relation))
+                spec.privacy.calibrate(Probe(1000, 4), config,
+                                       Budget(1.0, 1e-6, "auto", relation))
             continue
-        ledger = spec.calibrate(Probe(1000, 4), config, Budget(1.0, 1e-6, "auto", relation)).ledger
+        ledger = spec.privacy.calibrate(Probe(1000, 4), config,
+                                        Budget(1.0, 1e-6, "auto", relation)).ledger
         assert ledger.neighbouring == (spec.paper_relation() if relation == "paper" else relation)

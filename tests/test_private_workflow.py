@@ -315,7 +315,7 @@ def test_candidate_spec_refuses_what_repeat_and_select_cannot_compose(
         solver, config, relation, accountant, reason):
     kw = {"penalty": "l2", "alpha": 0.1, "unit_rows": True} if "scd" in solver else {}
     problem = _problem(**kw)
-    cal = algorithms.get(solver).calibrate(
+    cal = algorithms.get(solver).privacy.calibrate(
         problem, {**config, "epsilon": 1.0}, Budget(1.0, 1e-4, accountant, relation))
     with pytest.raises(ValueError, match=reason):
         candidate_spec(cal.ledger, problem.n_samples)
@@ -403,7 +403,7 @@ def _workflow_candidate(solver, relation, problem, grid):
         exp["problem"]["penalty"] = "l2"
     try:
         make(config)
-        cal = algorithms.get(solver).calibrate(
+        cal = algorithms.get(solver).privacy.calibrate(
             problem, {**grid, "passes": 2, "epsilon": 1.0}, Budget(1.0, 1e-4, "rdp", relation))
         return candidate_spec(cal.ledger, problem.n_samples)[0]
     except ValueError as err:
@@ -662,7 +662,7 @@ def test_candidate_spec_refuses_dp_cd_p_ledgers_it_cannot_rebuild():
     import dataclasses
 
     problem = _problem()
-    cal = algorithms.get("dp_cd_p").calibrate(
+    cal = algorithms.get("dp_cd_p").privacy.calibrate(
         problem, {"step": 1.0, "clip": 1.0, "passes": 2, "smoothness_fraction": 0.1},
         Budget(1.0, 1e-4, "rdp"))
     spec, z = candidate_spec(cal.ledger, problem.n_samples)

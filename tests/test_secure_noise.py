@@ -438,7 +438,7 @@ def _sweep(solver, noise, accountant="auto"):
     return spec, problem
 
 
-@pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p"])
+@pytest.mark.parametrize("solver", ["dp_cd", "dp_cd_p", "dp_gcd"])
 def test_workflow_secure_runs_record_no_seed(solver, monkeypatch, tmp_path):
     """``privacy.noise: secure`` in a workflow experiment: the solve stage's
     chunk (and DP-CD-P's private smoothness stage) run the secure mode; the

@@ -133,14 +133,22 @@ def test_same_law_as_opendp(kind, fill, scale):
     assert p > P_MIN, p
 
 
+@njit
+def _uniform_draws(state, k, n):
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        out[i] = exact.uniform_below(state, k)
+    return out
+
+
 def test_uniform_below():
     """χ² on 10 and on 3·2⁶¹ + 1 values (the rejection matters): false failure 2e-6."""
     state = _state(11)
-    draws = np.array([exact.uniform_below(state, 10) for _ in range(200_000)])
+    draws = _uniform_draws(state, 10, 200_000)
     assert stats.chisquare(np.bincount(draws, minlength=10)).pvalue > P_MIN
     big = 3 * 2 ** 61 + 1
-    draws = np.array([exact.uniform_below(state, big) for _ in range(100_000)], dtype=object)
-    assert all(0 <= d < big for d in draws)
+    draws = _uniform_draws(state, big, 100_000)
+    assert draws.min() >= 0 and draws.max() < big
     # thirds of the range: equally likely
     thirds = np.bincount([int(d) * 3 // big for d in draws], minlength=3)
     assert stats.chisquare(thirds).pvalue > P_MIN
@@ -233,7 +241,24 @@ def test_exact_path_reads_more_bits_when_the_prefix_straddles():
     (exact.discrete_laplace, 0.0), (exact.discrete_laplace, np.nan),
     (exact.discrete_laplace, 2.0 ** 41), (exact.discrete_gaussian, 2.0 ** -11),
     (exact.discrete_gaussian, np.inf), (exact.geometric, 0.0), (exact.geometric, 1.5),
+    (exact.geometric, 2.0 ** -41),
 ])
 def test_parameters_out_of_range_are_refused(sampler, bad):
     with pytest.raises(ValueError):
         sampler(_state(16), bad)
+
+
+def test_extreme_scales():
+    """At the smallest scales every draw is 0 (P(k ≠ 0) < 2e^{−1024}); at the
+    largest, |draws| stay within 45 scales (P(|k| ≥ 45t) < e^{−44} per draw),
+    are distinct (false failure below 10⁻⁸), and the exact path carries the
+    checks the floats cannot make."""
+    state = _state(17)
+    out = np.empty(100, dtype=np.int64)
+    for fill in (exact.fill_discrete_laplace, exact.fill_discrete_gaussian):
+        fill(state, exact.MIN_SCALE, out)
+        assert not out.any()
+        fill(state, exact.MAX_SCALE, out)
+        assert np.abs(out).max() < 45 * exact.MAX_SCALE and np.unique(out).size == out.size
+    assert exact.geometric(state, exact.MIN_P) >= 0
+    assert exact.geometric(state, 1 - 2.0 ** -52) == 0      # false failure 2⁻⁵²

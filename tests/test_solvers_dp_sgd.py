@@ -153,23 +153,21 @@ def test_dp_sgd_bad_batch_size():
 
 def test_warmup_loads_the_families_asked_for():
     """A solve job loads its solver's kernel family only (each algorithm spec
-    names its family); an unknown name is refused with the known ones."""
+    names its family and its warm); an unknown name is refused with the known
+    ones."""
     from dpcd import algorithms
-    from dpcd.solvers import warmup
 
-    assert warmup(["dp_sgd"]) == ["dp_sgd"]
+    assert algorithms.warmup(["dp_sgd"]) == ["dp_sgd"]
     assert algorithms.warmup(["dp_cd_p", "cd", "sgd"]) == ["dp_cd", "dp_sgd"]
     with pytest.raises(ValueError, match="unknown solver 'dp_sgdd'; known: .*'dp_gcd'"):
         algorithms.warmup(["dp_sgdd"])
-    with pytest.raises(ValueError, match="unknown kernel families.*'dp_gcd'"):
-        warmup(["dp_cd_p"])  # the kernel level knows families, not solvers
 
 
 def test_warmup_runs():
-    from dpcd.solvers import warmup
+    from dpcd import algorithms
 
-    # each solver module adds its kernels; these are the ones DP-SGD relies on
-    assert {"dp_cd", "dp_sgd", "reference"} <= set(warmup())
+    # every family of the specs, and the reference stage's solvers
+    assert {"dp_cd", "dp_gcd", "dp_scd", "dp_sgd", "reference"} <= set(algorithms.warmup())
     # a solve job must not compile DP-SGD's kernel beside another
     from dpcd.solvers import _dp_sgd_independent
 

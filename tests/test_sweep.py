@@ -136,7 +136,7 @@ def test_dp_sgd_configurations_run_together_give_each_run_alone(per_block, monke
             "privacy": {"epsilon": [1.0, 5.0], "delta": 1e-4},
             "grid": {"step": [0.1, 1.0], "clip": [0.1, 1.0], "batch_size": [1, 5]},
             "passes": [2, 3.5], "seeds": 3, "base_seed": 0, "chunks": 1}
-    assert get("dp_sgd").run_many is not None
+    assert get("dp_sgd").runtime.run_many is not None
     configs, _ = chunk_runs(spec, 0)
     seeds = [run_seed(0, k) for k in range(3)]
     together, records = run_configurations(spec, configs, seeds, problem, 0.01)

@@ -35,7 +35,7 @@ def test_private_specs(solver, sampling, neighbouring):
         config["sampling"] = sampling
     budget = Budget(1.0, 1e-3, neighbouring=neighbouring)
     result, ledger = get(solver).run(problem, config, [1, 2], budget)
-    cal = get(solver).calibrate(problem, config, budget)
+    cal = get(solver).privacy.calibrate(problem, config, budget)
     mech = ledger.mechanisms[0]
     assert mech.noise_scale == cal.noise_scales
     # dual and seq DP-SCD sample Poisson batches by default (seq at L_max "auto")

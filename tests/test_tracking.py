@@ -2,6 +2,7 @@
 
 import gzip
 import hashlib
+import json
 import shutil
 import sqlite3
 
@@ -305,3 +306,39 @@ def test_an_ingestion_replaces_the_jobs_of_its_stage_that_are_gone(store, tmp_pa
     # again: the packed job is skipped (already in), and nothing else is removed
     assert ingest_runs_files(info, [new], replaces=is_fresh_job) == {
         "jobs": 0, "runs": 0, "skipped_jobs": 1, "removed_jobs": 0}
+
+
+@pytest.mark.parametrize("name, url", [("sparse_lasso", None), ("california", "https://")])
+@pytest.mark.parametrize("bulk", [True, False])
+def test_runs_carry_their_dataset_as_an_input_without_data(store, tmp_path, name, url, bulk):
+    """The parent run and each child run take the processed dataset as their
+    training input: its name, the file's digest and its source, no rows."""
+    from dpcd.data.io import save_dataset
+    from dpcd.tracking import log_dataset, processed_dataset
+
+    path = tmp_path / "raw.npz"
+    X, y = np.random.default_rng(0).normal(size=(6, 3)), np.arange(6.0)
+    save_dataset(path, X, y, {"dataset": "mine", "variant": "raw", "source": name,
+                              "generator": {"name": name, "settings": {"seed": 3}}})
+    dataset = processed_dataset(str(path))
+    assert dataset.digest == hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+    info = setup_experiment("dpcd/demo")
+    entity = log_dataset(info, dataset)
+    ids = log_configurations(info, "demo/dp_cd/chunk0", [_run("a", 1.0), _run("b", 2.0)],
+                             bulk=bulk, dataset=entity)
+    for run_id in [info["parent_run_id"], *ids]:
+        (item,) = store.get_run(run_id).inputs.dataset_inputs
+        assert item.dataset.name == "mine/raw" and item.dataset.digest == dataset.digest
+        assert {t.key: t.value for t in item.tags} == {"mlflow.data.context": "training"}
+        assert not item.dataset.profile and not item.dataset.schema  # no rows, no columns
+        source = json.loads(item.dataset.source)
+        if url:
+            assert item.dataset.source_type == "http" and source["url"].startswith(url)
+        else:
+            assert item.dataset.source_type == "code"
+            generator = json.loads(source["tags"]["dpcd.generator"])
+            assert source["tags"]["dpcd.source"] == name and generator["settings"] == {"seed": 3}
+    # the same dataset again (a rerun): still one dataset in the experiment
+    log_dataset(info, processed_dataset(str(path)))
+    with sqlite3.connect(tmp_path / "mlflow.db") as db:
+        assert db.execute("select count(*) from datasets").fetchone() == (1,)

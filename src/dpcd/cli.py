@@ -6,6 +6,7 @@ only collects them, so a rule calls ``dpcd <stage> ...`` and nothing else.
 
 import argparse
 import importlib
+import importlib.metadata
 import signal
 import sys
 
@@ -28,6 +29,8 @@ def build_parser(command=None):
     parser = argparse.ArgumentParser(
         prog="dpcd", description="Differentially private coordinate descent."
     )
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {importlib.metadata.version('dpcd')}")
     sub = parser.add_subparsers(dest="command", required=True)
     modules = SUBCOMMAND_MODULES
     if command is not None:

@@ -1,6 +1,7 @@
 """Run the real workflow (real Snakemake, real MLflow on SQLite) in temp dirs."""
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -51,6 +52,17 @@ def snakemake(workdir, *args, check=True):
             f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
         )
     return proc
+
+
+def report_entries(workdir):
+    """``snakemake --report``'s results: path -> entry (file name, caption, ...)."""
+    snakemake(workdir, "--report", "report.html")
+    html = (workdir / "report.html").read_text()
+    decoder = json.JSONDecoder()
+    entries = {}
+    for match in re.finditer(r'"(results/[^"]+)": \{', html):
+        entries[match.group(1)], _ = decoder.raw_decode(html, match.end() - 1)
+    return entries
 
 
 def planned_jobs(workdir):

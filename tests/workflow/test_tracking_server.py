@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -212,3 +213,78 @@ def test_workflow_logs_to_a_tracking_server(finished_workdir, tmp_path, server):
     summary = remote.get_experiment_by_name("dpcd/summary")
     (run,) = remote.search_runs([summary.experiment_id])
     assert {a.path for a in remote.list_artifacts(run.info.run_id)} == {"summary.csv", "summary.md"}
+
+
+def _own_address():
+    """This machine's first non-loopback IPv4 address (``hostname -I``)."""
+    try:
+        out = subprocess.run(["hostname", "-I"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    for address in out.split():
+        if "." in address and not address.startswith("127."):
+            return address
+    pytest.skip("no non-loopback IPv4 address on this machine (hostname -I)")
+
+
+def _status(url, data=None, headers=()):
+    """HTTP status of one request (a browser's, with ``headers``), 10 s at most."""
+    request = urllib.request.Request(url, data=data, headers=dict(headers))
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_the_shared_server_recipe_through_a_non_loopback_address(tmp_path, monkeypatch):
+    """docs/operations.md's server recipe on PostgreSQL, its host name the
+    machine's own non-loopback address: dpcd's jobs log runs through it, the
+    UI's page and its state-changing calls (which carry the page's origin)
+    are answered, and a name or origin the recipe does not list is refused."""
+    from mlflow.version import VERSION
+
+    from dpcd.tracking import log_configurations, setup_experiment
+
+    address = _own_address()
+    with contextlib.ExitStack() as stack:
+        backend = stack.enter_context(_postgres())
+        port = _free_port()
+        url = f"http://{address}:{port}"
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+               "MLFLOW_SERVER_ALLOWED_HOSTS": f"{address}:{port},localhost:{port}",
+               "MLFLOW_SERVER_CORS_ALLOWED_ORIGINS": url}
+        log = stack.enter_context(open(tmp_path / "server.log", "w"))
+        proc = subprocess.Popen(
+            [str(BIN / "mlflow"), "server", "--host", address, "--port", str(port),
+             "--backend-store-uri", backend, "--artifacts-destination",
+             str(tmp_path / "artifacts"), "--serve-artifacts", "--workers", "1"],
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        stack.callback(_stop, proc)
+        try:
+            _wait_http(url + "/health", proc)
+        except (AssertionError, TimeoutError) as err:
+            raise AssertionError(f"{err}\n{(tmp_path / 'server.log').read_text()[-4000:]}")
+
+        # the workflow's jobs: dpcd's client calls, at the address
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+        info = setup_experiment("dpcd/shared")
+        run = {"name": "r", "params": {"solver": "dp_cd"}, "tags": {"dpcd.solver": "dp_cd"},
+               "metrics": [("rel_error", 0.5, 0), ("rel_error", 0.25, 1)],
+               "artifacts": {"privacy_ledger.json": '{"epsilon_target": 1.0}'}}
+        (run_id,) = log_configurations(info, "shared/dp_cd/chunk0", [run])
+        client = MlflowClient(url)
+        assert client.get_run(run_id).data.metrics == {"rel_error": 0.25}
+        assert client.download_artifacts(run_id, "privacy_ledger.json", str(tmp_path))
+
+        # the UI at that address: its page, and a search as the page sends it
+        search = f"{url}/ajax-api/2.0/mlflow/experiments/search"
+        body, json_type = b'{"max_results": 5}', {"Content-Type": "application/json"}
+        assert _status(url + "/") == 200
+        assert _status(search, body, {**json_type, "Origin": url}) == 200
+        if tuple(int(p) for p in VERSION.split(".")[:2]) >= (3, 5):  # the checks exist
+            assert _status(search, body, {**json_type, "Host": f"elsewhere.example:{port}"}) == 403
+            assert _status(search, body, {**json_type, "Origin": "http://elsewhere.example"}) == 403

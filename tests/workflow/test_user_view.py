@@ -14,28 +14,38 @@ import urllib.request
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, ROOT, snakemake
+from conftest import BIN, ROOT, report_entries, snakemake
 
 pytestmark = pytest.mark.workflow
 
 
-def test_report_has_every_figure_with_its_caption(finished_workdir, tmp_path):
+def caption_text(entry):
+    return " ".join(re.sub(r"<[^>]+>", " ", entry["caption"]).split())
+
+
+def test_report_has_every_figure_table_and_the_summary(finished_workdir, tmp_path):
     workdir = shutil.copytree(finished_workdir, tmp_path / "wf", symlinks=True)
-    snakemake(workdir, "--report", "report.html")
-    html = (workdir / "report.html").read_text()
-    decoder = json.JSONDecoder()
+    entries = report_entries(workdir)
     captions = {
         name: " ".join((ROOT / "workflow" / "report" / f"{name}.rst").read_text().split())
-        for name in ("rel_error", "rel_error_time")
+        for name in ("rel_error", "rel_error_time", "summary")
     }
     for experiment in ("exp_a", "exp_b"):
-        for name, caption in captions.items():
-            key = f'"results/figures/{experiment}_{name}.png": '
-            assert key in html, key
-            entry, _ = decoder.raw_decode(html, html.index(key) + len(key))
+        for name in ("rel_error", "rel_error_time"):
+            entry = entries[f"results/figures/{experiment}_{name}.png"]
             assert entry["filename"] == f"{experiment}_{name}.png"
-            text = " ".join(re.sub(r"<[^>]+>", " ", entry["caption"]).split())
-            assert caption.split(";")[0] in text, (caption, text)
+            assert captions[name].split(";")[0] in caption_text(entry)
+        assert f"results/figures/{experiment}_solution.png" in entries
+        for suffix in ("csv", "md"):
+            entry = entries[f"results/tables/{experiment}.{suffix}"]
+            assert f"The table of {experiment}" in caption_text(entry)
+    for suffix in ("csv", "md"):
+        assert captions["summary"][:60] in caption_text(entries[f"results/summary.{suffix}"])
+    # every figure and table the run wrote, nothing left out
+    written = {str(p.relative_to(workdir)) for sub in ("figures", "tables", "paper")
+               for p in (workdir / "results" / sub).rglob("*") if p.is_file()}
+    written |= {f"results/summary.{suffix}" for suffix in ("csv", "md")}
+    assert len(written) == 12 and written <= set(entries), written - set(entries)
 
 
 def test_solve_logs_report_progress(finished_workdir):

@@ -3,12 +3,13 @@ held-out metrics in the tidy tables, selection on validation, the paper figures
 and report page, MLflow. Solvers are plugged in by name: adding one is a line
 of SOLVERS (e.g. ``"dp_scd": {"clip": [0.1, 1.0], "batch_size": [5, 20]}``)."""
 
+import shutil
 import sqlite3
 
 import pandas as pd
 import pytest
 
-from conftest import make_workdir, snakemake
+from conftest import make_workdir, report_entries, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -83,6 +84,15 @@ def test_selection_on_validation_and_median_test_metric(done):
     assert set(table.loc[table["solver"] == "dp_sgd", "n_configs"]) == {8}
     md = (done / "results/tables/ridge.md").read_text()
     assert "Test mse" in md and "hyperparameter_selection" in md
+
+
+def test_snakemake_report_has_the_paper_figures(done, tmp_path):
+    """The paper's figures and report page are in ``snakemake --report``."""
+    workdir = shutil.copytree(done, tmp_path / "wf", symlinks=True)
+    entries = report_entries(workdir)
+    for name in ("fig_eps", "fig_obj", "fig_batch"):
+        assert entries[f"results/paper/{name}.png"]["filename"] == f"{name}.png"
+    assert "results/paper/report.md" in entries
 
 
 def test_paper_figures_report_and_mlflow(done):

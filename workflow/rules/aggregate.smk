@@ -11,15 +11,22 @@ rule aggregate:
         runs=chunk_results,
         mlflow_runs=chunk_mlflow_runs,
         reference="results/reference/{experiment}.json",
-        # unread since the fresh re-runs have their own jobs, but kept: Snakemake
-        # reruns a job whose input set changes, and finished workdirs list them
+        # the runs' MLflow dataset input (its name, digest and source)
         data=processed_path,
         smoothness=smoothness_path,
         warmup="results/.numba_cache/warmup.done",
     output:
         mlflow="results/mlflow/{experiment}.json",
-        csv="results/tables/{experiment}.csv",
-        md="results/tables/{experiment}.md",
+        csv=report(
+            "results/tables/{experiment}.csv",
+            caption="../report/table.rst",
+            category="Tables",
+        ),
+        md=report(
+            "results/tables/{experiment}.md",
+            caption="../report/table.rst",
+            category="Tables",
+        ),
         rel_error=report(
             "results/figures/{experiment}_rel_error.png",
             caption="../report/rel_error.rst",
@@ -44,14 +51,14 @@ rule aggregate:
         "../../envs/dpcd.yaml"
     params:
         spec=lambda w: _json(PLAN.aggregate_spec(w.experiment)),
-        name=lambda w: config["mlflow"]["experiment_prefix"] + w.experiment,
+        name=lambda w: EXPERIMENT_PREFIX + w.experiment,
         # another tracking store (e.g. a shared server) reruns the tracked stages
         tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"),
     shell:
         "dpcd aggregate --experiment {wildcards.experiment} --spec {params.spec:q}"
         " --runs {input.runs} --mlflow-runs {input.mlflow_runs}"
         " --mlflow-experiment {params.name:q}"
-        " --reference {input.reference} --mlflow {output.mlflow}"
+        " --reference {input.reference} --data {input.data} --mlflow {output.mlflow}"
         " --csv {output.csv} --md {output.md} --figure-passes {output.rel_error}"
         " --figure-time {output.rel_error_time} --figure-solution {output.solution}"
         " 2> {log}"
@@ -96,7 +103,7 @@ rule fresh:
     input:
         **PLAN.fresh_inputs(),
     output:
-        **PLAN.fresh_outputs(),
+        **fresh_outputs(),
     log:
         "results/logs/fresh.log",
     benchmark:

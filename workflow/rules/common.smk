@@ -10,8 +10,23 @@ validate(config, "../schemas/config.schema.yaml")
 include: "plan.smk"
 
 
+def workflow_path(path):
+    """A file the config names (relative: from the workflow's directory), or None."""
+    return plan.workflow_path(path, workflow.basedir)
+
+
 if config["algorithms"]:  # solvers from outside dpcd: every job imports them
-    os.environ.update(DPCD_ALGORITHMS=plan.algorithm_modules(config["algorithms"]))
+    os.environ.update(
+        DPCD_ALGORITHMS=plan.algorithm_modules(config["algorithms"], workflow.basedir)
+    )
+
+# One MLflow experiment per config experiment, named apart per config file.
+_configfiles = list(workflow.overwrite_configfiles or [])
+EXPERIMENT_PREFIX = plan.experiment_prefix(
+    config["mlflow"]["experiment_prefix"],
+    _configfiles[-1] if _configfiles else None,
+    DEFAULT_CONFIGFILE,
+)
 
 
 def _dpcd_inputs():
@@ -113,6 +128,15 @@ def selected_results(w):
 def chunk_mlflow_runs(w):
     """Every search stage's MLflow runs files of one experiment."""
     return chunk_results(w, ".mlflow.jsonl.gz", stage=None)
+
+
+def fresh_outputs():
+    """The fresh rule's outputs, its tables in the report."""
+    outputs = PLAN.fresh_outputs()
+    kind = {"caption": "../report/table_fresh.rst", "category": "Tables"}
+    for key in ("fresh_csv", "fresh_md") if outputs else ():
+        outputs[key] = [report(p, **kind) for p in outputs[key]]
+    return outputs
 
 
 def fresh_report_outputs():

@@ -42,10 +42,27 @@ if PLAN.private_baseline():
         input:
             **PLAN.private_compare_inputs(),
         output:
-            csv="results/private_tuning.csv",
-            conclusions="results/private_tuning_conclusions.csv",
-            md="results/private_tuning.md",
-            figures=directory("results/figures/private_tuning"),
+            csv=report(
+                "results/private_tuning.csv",
+                caption="../report/private_tuning.rst",
+                category="Private tuning",
+            ),
+            conclusions=report(
+                "results/private_tuning_conclusions.csv",
+                caption="../report/private_tuning.rst",
+                category="Private tuning",
+            ),
+            md=report(
+                "results/private_tuning.md",
+                caption="../report/private_tuning.rst",
+                category="Private tuning",
+            ),
+            figures=report(
+                directory("results/figures/private_tuning"),
+                patterns=["{name}.png"],
+                caption="../report/private_tuning.rst",
+                category="Private tuning",
+            ),
         log:
             "results/logs/private_compare.log",
         benchmark:

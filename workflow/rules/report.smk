@@ -9,10 +9,21 @@ rule paper_report:
             "results/tables/{experiment}.csv", experiment=sorted(config["experiments"])
         ),
         runs=paper_figure_runs,
-        published=optional(config["report"].get("published_figures")),
+        published=optional(workflow_path(config["report"].get("published_figures"))),
     output:
-        md="results/paper/report.md",
-        figures=[f"results/paper/{name}.png" for name in sorted(paper_figures())],
+        md=report(
+            "results/paper/report.md",
+            caption="../report/paper_report.rst",
+            category="Paper figures",
+        ),
+        figures=[
+            report(
+                f"results/paper/{name}.png",
+                caption="../report/paper_figure.rst",
+                category="Paper figures",
+            )
+            for name in sorted(paper_figures())
+        ],
     log:
         "results/logs/paper_report.log",
     benchmark:
@@ -25,7 +36,7 @@ rule paper_report:
         published=lambda wildcards, input: (
             f"--published {input.published}" if input.published else ""
         ),
-        mlflow_experiment=config["mlflow"]["experiment_prefix"] + "paper",
+        mlflow_experiment=EXPERIMENT_PREFIX + "paper",
     shell:
         "dpcd paper-report --experiments {params.experiments} --tables {input.tables}"
         " --runs {input.runs} --figures {params.figures:q}"

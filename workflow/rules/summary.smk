@@ -14,7 +14,11 @@ rule lambda_table:
             "results/reference/{experiment}.json", experiment=lambda_experiments()
         ),
     output:
-        csv="results/tables/lambda/sensitivity.csv",
+        csv=report(
+            "results/tables/lambda/sensitivity.csv",
+            caption="../report/lambda_sensitivity.rst",
+            category="Regularisation",
+        ),
         figure=report(
             "results/figures/lambda_sensitivity.png",
             caption="../report/lambda_sensitivity.rst",
@@ -45,7 +49,7 @@ rule summary:
         tables=expand(
             "results/tables/{experiment}.csv", experiment=sorted(config["experiments"])
         ),
-        published=optional(config["report"]["published"]),
+        published=optional(workflow_path(config["report"]["published"])),
         timings=PLAN.job_paths(".timing.json"),
         ingests=expand(
             "results/mlflow/{experiment}.json",
@@ -57,8 +61,12 @@ rule summary:
             out for out in PLAN.private_compare_outputs() if out.endswith(".md")
         ],
     output:
-        csv="results/summary.csv",
-        md="results/summary.md",
+        csv=report(
+            "results/summary.csv", caption="../report/summary.rst", category="Summary"
+        ),
+        md=report(
+            "results/summary.md", caption="../report/summary.rst", category="Summary"
+        ),
     log:
         "results/logs/summary.log",
     benchmark:
@@ -70,7 +78,7 @@ rule summary:
         published=lambda wildcards, input: (
             f"--published {input.published}" if input.published else ""
         ),
-        mlflow_experiment=config["mlflow"]["experiment_prefix"] + "summary",
+        mlflow_experiment=EXPERIMENT_PREFIX + "summary",
         fresh=lambda wildcards, input: (
             f"--fresh-tables {' '.join(input.fresh)}" if input.fresh else ""
         ),

@@ -1,10 +1,13 @@
-"""Algorithm specs: one module per algorithm, and the registry that the sweep,
-the estimators, the warm-up, the report and the config schema read.
+"""Algorithm specs: one module per algorithm, and the registry that the sweep, the
+estimators, the warm-up, the report and the config schema read.
 
-A spec (:class:`Algorithm`) declares an algorithm's name, hyperparameters
-with their validators and defaults, supported (loss, penalty) pairs, warm-up
-family, calibration (through :mod:`dpcd.privacy`) and run (its kernel in
-:mod:`dpcd.solvers`). A solver from outside the package is one module that
+A spec (:class:`Algorithm`) declares an algorithm's name, hyperparameters with
+their validators and defaults, supported (loss, penalty) pairs and run (its
+kernel in :mod:`dpcd.solvers`), and three small records: its :class:`Privacy`
+(calibration through :mod:`dpcd.privacy`, relations, sampling, secure noise,
+private-search candidacy), its :class:`Preparation` (what the estimators
+compute from the data) and its :class:`Runtime` (kernel family and warm-up,
+shared runs, step cost). A solver from outside the package is one module that
 builds its spec and calls :func:`register` (docs/add_your_own_solver.md).
 """
 from dpcd.algorithms import cd, dp_cd, dp_cd_p, dp_gcd, dp_scd, dp_sgd, scd, sgd
@@ -17,6 +20,9 @@ from dpcd.algorithms.base import (
     Algorithm,
     Budget,
     Hyperparameter,
+    Preparation,
+    Privacy,
+    Runtime,
     choice,
     positive_int,
     positive_number,
@@ -24,6 +30,7 @@ from dpcd.algorithms.base import (
 from dpcd.algorithms.registry import (
     ENTRY_POINTS,
     ENV,
+    check_secure,
     get,
     load,
     names,
@@ -42,8 +49,10 @@ for _spec in _BUILTIN_SPECS:
 
 # The built-in solvers whose runs can be private-search candidates, and why
 # the refused private ones cannot (read from their specs).
-PRIVATE_CANDIDATES = tuple(sorted(s.name for s in _BUILTIN_SPECS if s.private_candidate))
-PRIVATE_REFUSED = {s.name: s.private_refusal for s in _BUILTIN_SPECS if s.private_refusal}
+PRIVATE_CANDIDATES = tuple(sorted(s.name for s in _BUILTIN_SPECS
+                                   if s.private and s.privacy.candidate))
+PRIVATE_REFUSED = {s.name: s.privacy.refusal for s in _BUILTIN_SPECS
+                   if s.private and s.privacy.refusal}
 
 
 def table_hyperparameters():
@@ -59,7 +68,8 @@ def table_hyperparameters():
     return tuple(columns)
 
 __all__ = ["Algorithm", "BATCH_SIZE", "Budget", "CLIP", "ENTRY_POINTS", "ENV", "GRID",
-           "Hyperparameter", "INT_GRID", "PRIVATE_CANDIDATES", "PRIVATE_REFUSED", "STEP",
-           "check_entry", "check_solvers", "choice", "get", "load", "names", "plan_facts",
+           "Hyperparameter", "INT_GRID", "PRIVATE_CANDIDATES", "PRIVATE_REFUSED",
+           "Preparation", "Privacy", "Runtime", "STEP", "check_entry", "check_secure",
+           "check_solvers", "choice", "get", "load", "names", "plan_facts",
            "positive_int", "positive_number", "register", "solvers_schema",
            "table_hyperparameters", "variant_schema", "warmup"]

@@ -1,4 +1,5 @@
-"""What an algorithm declares: :class:`Algorithm`, its :class:`Hyperparameter` s
+"""What an algorithm declares: :class:`Algorithm` with its :class:`Privacy`,
+:class:`Preparation` and :class:`Runtime` records, its :class:`Hyperparameter` s,
 and the :class:`Budget` a run is given.
 
 An algorithm spec is the one place that knows a solver as the workflow and the
@@ -124,8 +125,126 @@ BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int)
 
 
 @dataclass(frozen=True)
+class Privacy:
+    """How a private algorithm releases under a budget: read by the privacy
+    checks, the private search, the workflow planner and the estimators (as
+    dp-accounting describes a mechanism by a small event, not one wide record).
+
+    Attributes
+    ----------
+    calibrate : callable, optional
+        ``calibrate(problem, config, budget) -> Calibration``: the noise a run
+        gets, without running it (tests, ``dpcd budget``, the private search).
+    relations : dpcd.privacy.Relations or tuple of str, optional
+        The neighbouring relations its calibration holds under, per record
+        sampling (its mechanism's, e.g. :data:`dpcd.privacy.MEAN_RELATIONS`);
+        a tuple: these under every sampling, the first its paper's. None: no
+        relation is refused before the run (its calibration decides).
+    sampling : str
+        The record sampling it performs unless its ``sampling``
+        hyperparameter says otherwise (``"none"``: every record, each step).
+    secure : bool
+        Whether it runs in the secure noise mode (``noise="secure"``: exact
+        integer noise on a grid, :mod:`dpcd.privacy.secure`); the others are
+        refused in that mode.
+    candidate : bool
+        Whether its runs can be candidates of the workflow's private search
+        (``search: private``: an RDP account of its release that
+        repeat-and-select composes).
+    refusal : str, optional
+        Why it cannot be a candidate, for the error message.
+    pld_only : tuple of (relation, sampling)
+        Where only the PLD accountant accounts its release: refused as a
+        private-search candidate (repeat-and-select composes RDP) when the
+        workflow plans.
+    paper_bound_invalid : bool
+        Its paper's calibration reports an epsilon that is not a valid bound
+        (DP-GCD): refused unless asked for as ``"paper_invalid_bound"``.
+    """
+
+    calibrate: Optional[Callable] = None
+    relations: object = None
+    sampling: str = "none"
+    secure: bool = False
+    candidate: bool = False
+    refusal: Optional[str] = None
+    pld_only: tuple = ()
+    paper_bound_invalid: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.relations, (tuple, list)):
+            object.__setattr__(self, "relations", Relations({"*": tuple(self.relations)}))
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """What the estimators build from the data before a run
+    (:mod:`dpcd.algorithms.prepare`).
+
+    Attributes
+    ----------
+    smoothness : {"coordinate", "private", "global", None}
+        Exact coordinate constants M_j, privately released ones (DP-CD-P), the
+        global beta as well, or none.
+    record_norm : {None, "rows", "columns"}
+        Records (rows) or columns of norm <= 1 that the calibration assumes:
+        the estimators scale them (DP-SCD).
+    relative_clip : bool
+        ``clip`` is relative to each feature's root mean square.
+    prepare : callable, optional
+        ``prepare(spec, X, y, fit) -> Prepared``: the problem and configuration
+        an estimator's fit hands to ``run``. Default:
+        :func:`~dpcd.algorithms.prepare.unit_records` with a ``record_norm``,
+        else :func:`~dpcd.algorithms.prepare.smooth` (constants as
+        ``smoothness`` says, thresholds as ``relative_clip`` says).
+    """
+
+    smoothness: Optional[str] = "coordinate"
+    record_norm: Optional[str] = None
+    relative_clip: bool = False
+    prepare: Optional[Callable] = None
+
+    def __post_init__(self):
+        if self.prepare is None:
+            object.__setattr__(self, "prepare", unit_records if self.record_norm else smooth)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How its kernels run in a workflow job.
+
+    Attributes
+    ----------
+    family : str, optional
+        The family of its kernels: algorithms of one family share their
+        kernels, warmed once.
+    warm : callable, optional
+        ``warm()`` compiles (or loads from the numba cache) its family's
+        kernels, before parallel jobs run (:func:`dpcd.algorithms.warmup`).
+    run_many : callable, optional
+        ``run_many(problem, configs, seeds, budgets)``: several configurations
+        of one seed in shared kernel calls, each bit for bit the run alone.
+    step_cost_ns : dict, optional
+        Measured ns of one pass over one data entry (a record x a feature, or
+        a non-zero of a sparse dataset), ``{"dense": ns, "sparse": ns}``
+        (either optional): the workflow planner's cost model (unmeasured: the
+        slowest measured solver's). ``python bench/bench_cost_model.py``
+        (2026-11-25, the slowest loss of the paper configs, one core of the
+        2-core development machine under load, so on the high side; sparse:
+        dorothea's shape, whose noise is drawn per feature).
+    """
+
+    family: Optional[str] = None
+    warm: Optional[Callable] = None
+    run_many: Optional[Callable] = None
+    step_cost_ns: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Algorithm:
-    """The spec of one algorithm (see :mod:`dpcd.algorithms`).
+    """The spec of one algorithm (see :mod:`dpcd.algorithms`): what it solves
+    and takes, how it runs, and three small records each read by one part of
+    the house (:class:`Privacy`, :class:`Preparation`, :class:`Runtime`).
 
     Attributes
     ----------
@@ -145,68 +264,22 @@ class Algorithm:
         Its grid (``passes`` is every algorithm's, not listed).
     required : tuple of str
         Hyperparameters a config must give.
-    private : bool
-        Whether it releases under a budget (the estimators offer only these;
-        the sweep runs a non-private one once for all epsilons).
-    losses, penalties : tuple of str
-        The (loss, penalty) pairs it supports (their product).
-    family : str or None
-        Warm-up family of its kernels (:mod:`dpcd.solvers.warmup`), or None.
-    warm : callable, optional
-        ``warm()`` compiles the kernels of an algorithm from outside the
-        package (its own family); built-in families are warmed by
-        :func:`dpcd.solvers.warmup.warmup`.
-    calibrate : callable, optional
-        ``calibrate(problem, config, budget) -> Calibration``: the noise a run
-        gets, without running it (tests, ``dpcd budget``).
-    run_many : callable, optional
-        ``run_many(problem, configs, seeds, budgets)``: several configurations
-        of one seed in shared kernel calls, each bit for bit the run alone.
     check : callable, optional
         ``check(config, problem)``: cross-hyperparameter checks of one
         configuration (``problem``: a dict of ``loss``, ``penalty``,
         ``n_samples``, ``n_features``); raises ``ValueError``.
-    relations : dpcd.privacy.Relations or tuple of str, optional
-        The neighbouring relations its calibration holds under, per record
-        sampling (its mechanism's, e.g. :data:`dpcd.privacy.MEAN_RELATIONS`);
-        a tuple: these under every sampling, the first its paper's. None: no
-        relation is refused before the run (its calibration decides).
-    sampling : str
-        The record sampling it performs unless its ``sampling``
-        hyperparameter says otherwise (``"none"``: every record, each step).
-    relative_clip : bool
-        ``clip`` is relative to each feature's root mean square (estimators).
-    smoothness : {"coordinate", "private", "global", None}
-        What the estimators compute for it: exact coordinate constants M_j,
-        privately released ones (DP-CD-P), the global beta as well, or none.
-    record_norm : {None, "rows", "columns"}
-        Records (rows) or columns of norm <= 1 that the calibration assumes:
-        the estimators scale them (DP-SCD).
-    prepare : callable
-        ``prepare(spec, X, y, fit) -> Prepared``: the problem and configuration
-        an estimator's fit hands to ``run`` (:mod:`dpcd.algorithms.prepare`).
-        Default: :func:`~dpcd.algorithms.prepare.unit_records` with a
-        ``record_norm``, else :func:`~dpcd.algorithms.prepare.smooth`
-        (constants as ``smoothness`` says, thresholds as ``relative_clip`` says).
-    paper_bound_invalid : bool
-        Its paper's calibration reports an epsilon that is not a valid bound
-        (DP-GCD): refused unless asked for as ``"paper_invalid_bound"``.
+    losses, penalties : tuple of str
+        The (loss, penalty) pairs it supports (their product).
     schema : dict, optional
         Extra keywords of its config-schema entry (``if``/``then``).
-    step_cost_ns : dict, optional
-        Measured ns of one pass over one data entry (a record x a feature, or
-        a non-zero of a sparse dataset), ``{"dense": ns, "sparse": ns}``
-        (either optional): the workflow planner's cost model (unmeasured: the
-        slowest measured solver's). ``python bench/bench_cost_model.py``
-        (2026-11-25, the slowest loss of the paper configs, one core of the
-        2-core development machine under load, so on the high side; sparse:
-        dorothea's shape, whose noise is drawn per feature).
-    private_candidate : bool
-        Whether its runs can be candidates of the workflow's private search
-        (``search: private``: an RDP account of its release that
-        repeat-and-select composes).
-    private_refusal : str, optional
-        Why a private solver cannot be a candidate, for the error message.
+    privacy : Privacy or None
+        How it releases under a budget (default: a private algorithm that
+        states nothing more); None: a non-private algorithm (the estimators
+        refuse it; the sweep runs it once for all epsilons).
+    preparation : Preparation
+        What the estimators compute from the data for it.
+    runtime : Runtime
+        Its kernels' family, warm-up, shared runs and cost.
     """
 
     name: str
@@ -214,36 +287,31 @@ class Algorithm:
     run: Callable
     hyperparameters: tuple = ()
     required: tuple = ()
-    private: bool = True
+    check: Optional[Callable] = None
     losses: tuple = LOSSES
     penalties: tuple = PENALTIES
-    family: Optional[str] = None
-    warm: Optional[Callable] = None
-    calibrate: Optional[Callable] = None
-    run_many: Optional[Callable] = None
-    check: Optional[Callable] = None
-    relations: object = None
-    sampling: str = "none"
-    relative_clip: bool = False
-    smoothness: Optional[str] = "coordinate"
-    record_norm: Optional[str] = None
-    prepare: Optional[Callable] = None
-    paper_bound_invalid: bool = False
     schema: dict = field(default_factory=dict)
-    step_cost_ns: dict = field(default_factory=dict)
-    private_candidate: bool = False
-    private_refusal: Optional[str] = None
+    privacy: Optional[Privacy] = Privacy()
+    preparation: Preparation = Preparation()
+    runtime: Runtime = Runtime()
 
     def __post_init__(self):
-        if isinstance(self.relations, (tuple, list)):
-            object.__setattr__(self, "relations", Relations({"*": tuple(self.relations)}))
-        if self.smoothness == "private" and not any(
+        for name, kind in (("privacy", Privacy), ("preparation", Preparation),
+                           ("runtime", Runtime)):
+            value = getattr(self, name)
+            if not isinstance(value, kind) and not (name == "privacy" and value is None):
+                raise TypeError(f"algorithm {self.name!r}: {name} must be a "
+                                f"dpcd.algorithms.{kind.__name__}, got {value!r}")
+        if self.preparation.smoothness == "private" and not any(
                 hp.name == "smoothness_fraction" for hp in self.hyperparameters):
             # the workflow routes the private estimate to the entries that have one
             raise ValueError(f"algorithm {self.name!r}: smoothness='private' needs the "
                              "hyperparameter smoothness_fraction (its share of epsilon)")
-        if self.prepare is None:
-            object.__setattr__(self, "prepare", unit_records if self.record_norm else smooth)
+
+    @property
+    def private(self):
+        """Whether it releases under a budget (it has a :attr:`privacy` record)."""
+        return self.privacy is not None
 
     def hyperparameter(self, name):
         """The :class:`Hyperparameter` ``name`` (KeyError if it has none)."""
@@ -268,21 +336,22 @@ class Algorithm:
     def check_neighbouring(self, relation, samplings=None):
         """Refuse, before anything runs, a relation it cannot be calibrated
         under with any of ``samplings`` (one value, a list, or None: its
-        :attr:`sampling`). A non-private algorithm accepts every relation."""
+        privacy record's ``sampling``). A non-private algorithm accepts every
+        relation."""
         check_choice(relation, "neighbouring", NEIGHBOURING)
-        if not self.private or self.relations is None:
+        if not self.private or self.privacy.relations is None:
             return
         if samplings is None:
-            samplings = [self.sampling]
+            samplings = [self.privacy.sampling]
         for sampling in [samplings] if isinstance(samplings, str) else samplings:
-            self.relations.resolve(relation, self.name, sampling)
+            self.privacy.relations.resolve(relation, self.name, sampling)
 
     def paper_relation(self):
         """The relation its paper calibrated it under, with its own sampling
         (replace-one when it states none)."""
-        if self.relations is None:
+        if not self.private or self.privacy.relations is None:
             return "replace_one"
-        return self.relations.supported(self.sampling)[0]
+        return self.privacy.relations.supported(self.privacy.sampling)[0]
 
     def grid_schema(self):
         """Its entry of ``experiments.<name>.solvers`` in the config schema."""

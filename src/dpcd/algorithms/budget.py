@@ -30,7 +30,8 @@ def register(subparsers):
                         help="a private solver (dp_cd, dp_cd_p, dp_gcd, dp_sgd, dp_scd, "
                              "seq_dp_scd, primal_dp_scd, or one registered from outside)")
     parser.add_argument("--epsilon", required=True, type=float)
-    parser.add_argument("--delta", required=True, type=float)
+    parser.add_argument("--delta", type=float, default=None,
+                        help="target delta in (0, 1); default 1/n^2, as in a config")
     parser.add_argument("--n", required=True, type=int, help="number of records")
     parser.add_argument("--p", type=int, default=None, help="number of features/coordinates")
     parser.add_argument("--passes", required=True, type=float,
@@ -64,16 +65,16 @@ def calibrate_from_args(args):
     for: the spec's ``calibrate`` on a :class:`~dpcd.algorithms.problem.Probe`."""
     from dpcd import algorithms
     from dpcd.algorithms.problem import Probe
-    from dpcd.privacy.validation import check_delta, check_epsilon, check_n
+    from dpcd.privacy.validation import check_delta, check_epsilon, check_n, delta_or_default
     from dpcd.problems import make_problem
 
     spec = algorithms.get(args.algorithm)
-    if not spec.private or spec.calibrate is None:
+    if not spec.private or spec.privacy.calibrate is None:
         raise ValueError(f"--algorithm {args.algorithm}: not a private solver with a "
                          f"calibration; known: {list(algorithms.names(private=True))}")
     check_epsilon(args.epsilon)
-    check_delta(args.delta)
     check_n(args.n)
+    delta = check_delta(delta_or_default(args.delta, args.n))
     config = {"passes": args.passes, "clip": args.clip}
     names = {hp.name for hp in spec.hyperparameters}
     for option, key in HYPERPARAMETER_OPTIONS:
@@ -85,8 +86,8 @@ def calibrate_from_args(args):
         config[key] = int(value) if key == "max_batch_size" and value != "auto" else value
     spec.check_neighbouring(args.neighbouring, config.get("sampling"))
     penalty = make_problem("squares", args.penalty, args.alpha)[1]
-    budget = algorithms.Budget(args.epsilon, args.delta, args.accountant, args.neighbouring)
-    return spec.calibrate(Probe(args.n, args.p, penalty), config, budget)
+    budget = algorithms.Budget(args.epsilon, delta, args.accountant, args.neighbouring)
+    return spec.privacy.calibrate(Probe(args.n, args.p, penalty), config, budget)
 
 
 def _jsonable(x):

@@ -3,7 +3,8 @@ noise or clipping (the DP-CD paper's non-private baseline)."""
 import numpy as np
 
 from dpcd import solvers
-from dpcd.algorithms.base import GRID, Algorithm, Hyperparameter, run_passes
+from dpcd.algorithms.base import GRID, Algorithm, Hyperparameter, Runtime, run_passes
+from dpcd.solvers import warmup
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
@@ -23,7 +24,7 @@ SPEC = Algorithm(
     description="Non-private randomized proximal coordinate descent (steps gamma/M_j).",
     run=run,
     hyperparameters=(Hyperparameter("step", GRID, default=[1.0]),),
-    private=False,
     losses=("squares", "logistic"),
-    family="dp_cd",
+    privacy=None,
+    runtime=Runtime(family="dp_cd", warm=warmup.dp_cd),
 )

@@ -9,8 +9,9 @@ https://arxiv.org/abs/2110.11688
 import numpy as np
 
 from dpcd import privacy, solvers
-from dpcd.algorithms.base import CLIP, STEP, Algorithm
+from dpcd.algorithms.base import CLIP, STEP, Algorithm, Preparation, Privacy, Runtime
 from dpcd.problems import check_smoothness
+from dpcd.solvers import warmup
 
 
 def coordinate_clip(M, C):
@@ -89,13 +90,12 @@ SPEC = Algorithm(
     name="dp_cd",
     description="DP-CD (Mangold et al. 2022, Algorithm 1) with exact smoothness constants.",
     run=run,
-    calibrate=calibrate,
-    relations=privacy.MEAN_RELATIONS,
     hyperparameters=(STEP, CLIP),
     required=("step", "clip"),
     losses=("squares", "logistic"),
-    family="dp_cd",
-    step_cost_ns={"dense": 1.47, "sparse": 43.9},
-    private_candidate=True,
-    relative_clip=True,
+    privacy=Privacy(calibrate=calibrate, relations=privacy.MEAN_RELATIONS, secure=True,
+                    candidate=True),
+    preparation=Preparation(relative_clip=True),
+    runtime=Runtime(family="dp_cd", warm=warmup.dp_cd,
+                    step_cost_ns={"dense": 1.47, "sparse": 43.9}),
 )

@@ -7,8 +7,17 @@ import numpy as np
 
 from dpcd import privacy
 from dpcd.privacy.bounds import feature_bound_ledger
-from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter
+from dpcd.algorithms.base import (
+    CLIP,
+    STEP,
+    Algorithm,
+    Hyperparameter,
+    Preparation,
+    Privacy,
+    Runtime,
+)
 from dpcd.algorithms.dp_cd import calibrate_clipped, coordinate_clip, run_with
+from dpcd.solvers import warmup
 
 SMOOTHNESS_FRACTION = Hyperparameter(
     "smoothness_fraction",
@@ -80,16 +89,13 @@ SPEC = Algorithm(
     name="dp_cd_p",
     description="DP-CD with privately estimated smoothness constants (Appendix F).",
     run=run,
-    calibrate=calibrate,
-    relations=privacy.MEAN_RELATIONS,
     hyperparameters=(STEP, CLIP, SMOOTHNESS_FRACTION),
     required=("step", "clip"),
     losses=("squares", "logistic"),
-    family="dp_cd",
-    step_cost_ns={"dense": 1.85},
     # each candidate releases its own smoothness estimate, composed into its
     # event (dpcd.tuning.candidates), not the per-seed estimate of the grid runs
-    private_candidate=True,
-    relative_clip=True,
-    smoothness="private",
+    privacy=Privacy(calibrate=calibrate, relations=privacy.MEAN_RELATIONS, secure=True,
+                    candidate=True),
+    preparation=Preparation(smoothness="private", relative_clip=True),
+    runtime=Runtime(family="dp_cd", warm=warmup.dp_cd, step_cost_ns={"dense": 1.85}),
 )

@@ -10,8 +10,18 @@ https://arxiv.org/abs/2207.01560
 import scipy.sparse as sp
 
 from dpcd import privacy, solvers
-from dpcd.algorithms.base import CLIP, STEP, Algorithm, Hyperparameter, choice
+from dpcd.algorithms.base import (
+    CLIP,
+    STEP,
+    Algorithm,
+    Hyperparameter,
+    Preparation,
+    Privacy,
+    Runtime,
+    choice,
+)
 from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.solvers import warmup
 from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
 # "smooth": Algorithm 1 with L2 folded into the smooth part (estimators only)
@@ -92,16 +102,14 @@ SPEC = Algorithm(
     name="dp_gcd",
     description="DP-GCD (Mangold et al. 2023, Algorithm 1; proximal rules of Appendix C).",
     run=run,
-    calibrate=calibrate,
-    relations=privacy.MEAN_RELATIONS,
     hyperparameters=(STEP, CLIP, RULE),
     required=("step", "clip"),
+    check=check,
     losses=("squares", "logistic"),
     penalties=("l1", "l2", "none"),
-    family="dp_gcd",
-    step_cost_ns={"dense": 0.745, "sparse": 20.5},
-    private_candidate=True,
-    check=check,
-    relative_clip=True,
-    paper_bound_invalid=True,
+    privacy=Privacy(calibrate=calibrate, relations=privacy.MEAN_RELATIONS, secure=True,
+                    candidate=True, paper_bound_invalid=True),
+    preparation=Preparation(relative_clip=True),
+    runtime=Runtime(family="dp_gcd", warm=warmup.dp_gcd,
+                    step_cost_ns={"dense": 0.745, "sparse": 20.5}),
 )

@@ -16,8 +16,19 @@ G. Damaskinos, C. Mendler-Dünner, R. Guerraoui, N. Papandreou, T. Parnell.
 from functools import partial
 
 from dpcd import privacy, solvers
-from dpcd.algorithms.base import CLIP, GRID, Algorithm, Hyperparameter, positive_int
+from dpcd.algorithms.base import (
+    CLIP,
+    GRID,
+    LOSSES,
+    Algorithm,
+    Hyperparameter,
+    Preparation,
+    Privacy,
+    Runtime,
+    positive_int,
+)
 from dpcd.algorithms.prepare import unit_records
+from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter(
     "batch_size", {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
@@ -74,27 +85,32 @@ def run(problem, config, seed, budget, private_smoothness=None, variant="dual"):
     return result, calibration.ledger
 
 
-def _spec(name, variant, description, **kw):
+def _spec(name, variant, description, step_cost_ns=None, losses=LOSSES, **privacy_kw):
     return Algorithm(
-        name=name, description=description,
-        run=partial(run, variant=variant), calibrate=partial(calibrate, variant=variant),
+        name=name, description=description, run=partial(run, variant=variant),
         hyperparameters=HYPERPARAMETERS, required=("clip", "batch_size"),
-        penalties=("l2",), family="dp_scd", smoothness=None,
-        record_norm="columns" if variant == "primal" else "rows", prepare=unit_records,
-        relations=(privacy.PRIMAL_DP_SCD_RELATIONS if variant == "primal"
-                   else privacy.DP_SCD_RELATIONS),
-        sampling=_sampling({}, variant), **kw)
+        losses=losses, penalties=("l2",),
+        privacy=Privacy(
+            calibrate=partial(calibrate, variant=variant),
+            relations=(privacy.PRIMAL_DP_SCD_RELATIONS if variant == "primal"
+                       else privacy.DP_SCD_RELATIONS),
+            sampling=_sampling({}, variant), **privacy_kw),
+        preparation=Preparation(smoothness=None, prepare=unit_records,
+                                record_norm="columns" if variant == "primal" else "rows"),
+        runtime=Runtime(family="dp_scd", warm=warmup.dp_scd, step_cost_ns=step_cost_ns or {}))
 
 
 DUAL = _spec("dp_scd", "dual", "Dual mini-batch DP-SCD (Damaskinos et al. 2021, "
              "Algorithm 1); clip = C, batch_size = L.",
-             step_cost_ns={"dense": 7.7}, private_candidate=True)
+             step_cost_ns={"dense": 7.7}, candidate=True,
+             # Poisson batches under replace-one: the PLD accountant's only
+             pld_only=(("replace_one", "poisson"),))
 SEQ = _spec("seq_dp_scd", "seq", (
     "seqDP-SCD (Algorithm 3, sequential updates within the batch). Lemma 5's noise "
     "grows with the batch drawn: Poisson batches are calibrated at max_batch_size (auto "
     "by default)."), step_cost_ns={"dense": 9.4},
-    private_refusal="its Poisson batches are calibrated at a max_batch_size whose tail is "
+    refusal="its Poisson batches are calibrated at a max_batch_size whose tail is "
     "charged to delta, which repeat-and-select does not account")
 PRIMAL = _spec("primal_dp_scd", "primal", "Primal DP-SCD (Algorithm 2, Appendix B).",
-               losses=("squares", "logistic"), private_candidate=True)
+               losses=("squares", "logistic"), candidate=True)
 SPECS = (DUAL, SEQ, PRIMAL)

@@ -2,7 +2,18 @@
 baseline), calibrated under the budget's relation (sensitivity C, or 2C
 replace-one)."""
 from dpcd import privacy, solvers
-from dpcd.algorithms.base import CLIP, INT_GRID, STEP, Algorithm, Hyperparameter, positive_int
+from dpcd.algorithms.base import (
+    CLIP,
+    INT_GRID,
+    STEP,
+    Algorithm,
+    Hyperparameter,
+    Preparation,
+    Privacy,
+    Runtime,
+    positive_int,
+)
+from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int, default=[1])
 
@@ -73,15 +84,12 @@ SPEC = Algorithm(
     name="dp_sgd",
     description="Proximal DP-SGD, step gamma/beta, Poisson-sampled batches.",
     run=run,
-    run_many=run_many,
-    calibrate=calibrate,
-    relations=privacy.DP_SGD_RELATIONS,
-    sampling="poisson",
     hyperparameters=(STEP, CLIP, BATCH_SIZE),
     required=("step", "clip"),
-    family="dp_sgd",
-    step_cost_ns={"dense": 5.1, "sparse": 176},
-    private_candidate=True,
     check=check,
-    smoothness="global",
+    privacy=Privacy(calibrate=calibrate, relations=privacy.DP_SGD_RELATIONS,
+                    sampling="poisson", candidate=True),
+    preparation=Preparation(smoothness="global"),
+    runtime=Runtime(family="dp_sgd", warm=warmup.dp_sgd, run_many=run_many,
+                    step_cost_ns={"dense": 5.1, "sparse": 176}),
 )

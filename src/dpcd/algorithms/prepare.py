@@ -112,22 +112,15 @@ def smooth(spec, X, y, fit):
     """Prepare an algorithm that steps with smoothness constants.
 
     Exact coordinate constants M_j (sparse X without densifying), or, with
-    ``spec.smoothness == "private"``, constants released with
+    ``spec.preparation.smoothness == "private"``, constants released with
     ``smoothness_fraction`` of epsilon (DP-CD Appendix F); the global beta
     for ``"global"``. An all-zero column (M_j = 0) is neither refused nor
     named: its constant comes from the public bound, or (exact constants, a
     non-private path anyway) from the largest constant. The intercept's
     constant feature has a constant known without the data. With
-    ``spec.relative_clip``, ``clip`` is scaled by :func:`clip_unit`.
+    ``spec.preparation.relative_clip``, ``clip`` is scaled by :func:`clip_unit`.
     """
-    from dpcd.algorithms.registry import names, get  # the registry imports the specs
-
     n_samples, n_features = X.shape
-    if fit.loss == "hinge" and spec.smoothness is not None:
-        smooth_free = tuple(name for name in names(private=True)
-                            if "hinge" in get(name).losses and get(name).smoothness is None)
-        raise ValueError(f"loss='hinge' is not smooth: solver must be one of "
-                         f"{smooth_free}, got {spec.name!r}")
     datafit, penalty = make_problem(fit.loss, fit.penalty, fit.problem_alpha, fit.l1_ratio)
     config = dict(fit.config)
     spec.check_problem(fit.loss, fit.penalty)
@@ -154,18 +147,18 @@ def smooth(spec, X, y, fit):
             np.ones((1, 1)))[0, 0])
     estimate = None
     used = smoothness  # the constants that set steps and thresholds
-    if spec.smoothness == "private":
+    if spec.preparation.smoothness == "private":
         _, smooth_ss = fit.streams()
         estimate = private_smoothness(X[:, :n_features], datafit, fit,
                                       np.random.default_rng(smooth_ss), bound)
         if fit.fit_intercept:  # the constant feature's M_j is public
             estimate["smoothness"] = np.append(estimate["smoothness"], smoothness[-1])
         used = estimate["smoothness"]
-    if spec.relative_clip:
+    if spec.preparation.relative_clip:
         config["clip"] = config["clip"] * clip_unit(datafit, used, fit.loss)
     problem = SweepProblem(
         X=X, y=y, datafit=datafit, penalty=penalty, smoothness=smoothness,
-        global_smoothness=(datafit.global_smoothness(X) if spec.smoothness == "global"
+        global_smoothness=(datafit.global_smoothness(X) if spec.preparation.smoothness == "global"
                            else np.nan),
         max_abs=(abs(X).max(axis=0).toarray().ravel() if sp.issparse(X)
                  else np.abs(X).max(axis=0)),
@@ -186,7 +179,7 @@ def unit_records(spec, X, y, fit):
         raise ValueError(f"normalize_rows must be True or False, got {fit.normalize_rows!r}")
     if not (isinstance(fit.alpha, numbers.Real) and fit.alpha > 0):
         raise ValueError(f"alpha must be > 0 for {spec.name}, got {fit.alpha!r}")
-    primal = spec.record_norm == "columns"
+    primal = spec.preparation.record_norm == "columns"
     row_scale = 1.0 / np.sqrt(n_samples) if primal else 1.0
     # primal fits theta' = w / row_scale on rows of norm row_scale: the
     # penalty (alpha/2)||w||^2 is (alpha row_scale^2 / 2)||theta'||^2

@@ -110,56 +110,83 @@ def get(name):
                          f"from outside dpcd: list its module in ${ENV})") from None
 
 
-def names(private=None, builtin=None):
+def names(private=None, builtin=None, secure=None):
     """Registered solver names in registration order (built-in first).
 
-    ``private``/``builtin``: only those that are (True) or are not (False).
+    ``private``/``builtin``/``secure`` (runs in the secure noise mode): only
+    those that are (True) or are not (False).
     """
     load()
     return tuple(name for name, spec in _SPECS.items()
                  if (private is None or spec.private == private)
-                 and (builtin is None or (name in _BUILTIN) == builtin))
+                 and (builtin is None or (name in _BUILTIN) == builtin)
+                 and (secure is None or (spec.private and spec.privacy.secure) == secure))
 
 
 def plan_facts():
     """What the workflow planner (``dpcd.plan``, which imports no dpcd) reads
-    of every registered algorithm: name -> ``private``, ``step_cost_ns``,
-    ``private_candidate`` and ``private_refusal``, plain data."""
+    of every registered algorithm: name -> ``private``, ``step_cost_ns`` and,
+    for a private one, ``secure``, ``private_candidate``, ``private_refusal``,
+    ``sampling``, ``relations`` ({sampling: relations}) and ``pld_only``
+    ([relation, sampling] pairs), plain data."""
     load()
-    return {name: {"private": spec.private, "step_cost_ns": dict(spec.step_cost_ns),
-                   "private_candidate": spec.private_candidate,
-                   "private_refusal": spec.private_refusal}
-            for name, spec in _SPECS.items()}
+    facts = {}
+    for name, spec in _SPECS.items():
+        facts[name] = {"private": spec.private,
+                       "step_cost_ns": dict(spec.runtime.step_cost_ns)}
+        privacy = spec.privacy
+        if privacy is None:
+            continue
+        relations = {} if privacy.relations is None else privacy.relations.by_sampling
+        facts[name].update(
+            secure=privacy.secure, private_candidate=privacy.candidate,
+            private_refusal=privacy.refusal, sampling=privacy.sampling,
+            relations={sampling: list(rels) for sampling, rels in relations.items()},
+            pld_only=[list(pair) for pair in privacy.pld_only])
+    return facts
+
+
+def check_secure(name, setting):
+    """Refuse the secure noise mode for solver ``name`` unless its spec runs in
+    it (:attr:`Privacy.secure <dpcd.algorithms.Privacy>`); the error names
+    ``setting`` and the solvers that do."""
+    if not get(name).private or not get(name).privacy.secure:
+        raise ValueError(f"{setting} covers solver {' or '.join(names(secure=True))}, "
+                         f"not {name!r}")
 
 
 def warmup(names_or_families=None):
     """Compile (or load from the numba cache) the kernels of solvers or kernel
-    families: built-in families through :func:`dpcd.solvers.warmup.warmup`, an
-    outside algorithm's through its ``warm``.
+    families, each family once through its specs' ``runtime.warm``, and the
+    reference stage's solvers as the family ``"reference"``.
+
+    Parameters
+    ----------
+    names_or_families : iterable of str, optional
+        Solver names or kernel families; every family if None.
 
     Returns
     -------
     list of str
-        The families warmed.
+        The families warmed, sorted.
     """
-    from dpcd.solvers.warmup import KERNEL_FAMILIES, warmup as warm_families
+    from dpcd.solvers.warmup import reference
 
     load()
+    warm = {"reference": reference}
+    for spec in _SPECS.values():
+        if spec.runtime.warm is not None:
+            warm.setdefault(spec.runtime.family or spec.name, spec.runtime.warm)
     if names_or_families is None:
-        families, outside = None, [s for s in _SPECS.values() if s.warm is not None]
+        families = set(warm)
     else:
-        families, outside = set(), []
+        families = set()
         for name in names_or_families:
-            if name in KERNEL_FAMILIES:
+            if name not in warm:
+                spec = get(name)  # ValueError naming the known solvers
+                name = spec.runtime.family or spec.name
+            if name in warm:
                 families.add(name)
-                continue
-            spec = get(name)  # ValueError naming the known solvers
-            if spec.family in KERNEL_FAMILIES:
-                families.add(spec.family)
-            elif spec.warm is not None:
-                outside.append(spec)
-    warmed = warm_families(families) if families is None or families else []
-    for spec in outside:
-        spec.warm()
-        warmed.append(spec.family or spec.name)
-    return warmed
+    for family in sorted(families):
+        warm[family]()
+    return sorted(families)

@@ -1,7 +1,15 @@
 """Non-private SCD/SDCA: sequential dual updates in random order, no scaling,
 no noise (the DP-SCD paper's non-private baseline)."""
 from dpcd import solvers
-from dpcd.algorithms.base import INT_GRID, Algorithm, Hyperparameter, run_passes
+from dpcd.algorithms.base import (
+    INT_GRID,
+    Algorithm,
+    Hyperparameter,
+    Preparation,
+    Runtime,
+    run_passes,
+)
+from dpcd.solvers import warmup
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
@@ -16,9 +24,8 @@ SPEC = Algorithm(
     description="Non-private SCD/SDCA (no hyperparameters to tune).",
     run=run,
     hyperparameters=(Hyperparameter("batch_size", INT_GRID),),
-    private=False,
     penalties=("l2",),
-    family="dp_scd",
-    step_cost_ns={"dense": 8.03},
-    smoothness=None,
+    privacy=None,
+    preparation=Preparation(smoothness=None),
+    runtime=Runtime(family="dp_scd", warm=warmup.dp_scd, step_cost_ns={"dense": 8.03}),
 )

@@ -9,7 +9,7 @@ plans, against its own generated entry.
 """
 import copy
 
-from dpcd.algorithms.registry import _BUILTIN, _SPECS, get
+from dpcd.algorithms.registry import _BUILTIN, _SPECS, check_secure, get
 
 
 def solvers_schema(builtin=True):
@@ -85,7 +85,8 @@ def check_solvers(config, defs):
     """Check every experiment's solver entries when the workflow plans: the name
     is a registered algorithm, an outside algorithm's grid matches its spec
     (defaults filled in), the algorithm supports the experiment's (loss,
-    penalty) and can be calibrated under its neighbouring relation."""
+    penalty), can be calibrated under its neighbouring relation and, with
+    ``privacy.noise: secure``, runs in the secure noise mode."""
     for exp_name, exp in config["experiments"].items():
         for name, entry in exp["solvers"].items():
             entry = entry if entry is not None else {}
@@ -105,3 +106,6 @@ def check_solvers(config, defs):
             except ValueError as exc:
                 raise ValueError(f"config: experiments.{exp_name}.privacy.neighbouring, "
                                  f"solver {name}: {exc}") from None
+            if exp["privacy"].get("noise", "fast") == "secure":
+                check_secure(solver, f"config: experiments.{exp_name}.privacy.noise: "
+                                     f"'secure' (solver {name})")

@@ -1,8 +1,9 @@
 """Non-private mini-batch SGD: DP-SGD's kernel with no noise and no clipping
 (the DP-SCD paper's SGD baseline)."""
 from dpcd import solvers
-from dpcd.algorithms.base import STEP, Algorithm, run_passes
+from dpcd.algorithms.base import STEP, Algorithm, Preparation, Runtime, run_passes
 from dpcd.algorithms.dp_sgd import BATCH_SIZE
+from dpcd.solvers import warmup
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
@@ -27,8 +28,7 @@ SPEC = Algorithm(
     run=run,
     hyperparameters=(STEP, BATCH_SIZE),
     required=("step",),
-    private=False,
-    family="dp_sgd",
-    step_cost_ns={"dense": 5.82},
-    smoothness=None,
+    privacy=None,
+    preparation=Preparation(smoothness=None),
+    runtime=Runtime(family="dp_sgd", warm=warmup.dp_sgd, step_cost_ns={"dense": 5.82}),
 )

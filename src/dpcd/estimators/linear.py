@@ -23,7 +23,7 @@ from dpcd.streams import run_entropy
 SOLVERS = algorithms.names(private=True, builtin=True)
 RULES = dp_gcd.RULES
 # DP-SCD (Damaskinos et al. 2021): dual, sequential and primal variants
-SCD_SOLVERS = tuple(name for name in SOLVERS if algorithms.get(name).record_norm)
+SCD_SOLVERS = tuple(name for name in SOLVERS if algorithms.get(name).preparation.record_norm)
 ACCOUNTANTS = ("auto", "rdp", "pld", "paper", "paper_invalid_bound")
 
 # Checks of sklearn.utils.estimator_checks that cannot apply, by estimator
@@ -84,7 +84,7 @@ def _check_accountant(accountant, spec):
     """
     accountant = check_choice(accountant, "accountant", ACCOUNTANTS)
     solver = spec.name
-    if spec.paper_bound_invalid and accountant == "paper":
+    if spec.privacy.paper_bound_invalid and accountant == "paper":
         raise ValueError(
             f"accountant='paper' with solver={solver!r} is the paper's calibration "
             "(Theorem 4.2: noisy max at Delta/eps' over non-monotone scores), whose "
@@ -92,7 +92,7 @@ def _check_accountant(accountant, spec):
             "accountant='paper_invalid_bound' to reproduce the paper (the ledger is "
             "then tagged invalid_bound)")
     if accountant == "paper_invalid_bound":
-        if not spec.paper_bound_invalid:
+        if not spec.privacy.paper_bound_invalid:
             raise ValueError("accountant='paper_invalid_bound' is DP-GCD's paper "
                              f"calibration; solver {solver!r} has none: use 'paper'")
         return "paper"
@@ -169,7 +169,13 @@ class _BaseDPLinear(BaseEstimator):
                   bounds=self.bounds, normalize_rows=self.normalize_rows,
                   smoothness_fraction=self.smoothness_fraction, noise=noise,
                   streams=streams)
-        prepared = spec.prepare(spec, X, y, fit)
+        if self._loss == "hinge" and spec.preparation.smoothness is not None:
+            smooth_free = tuple(name for name in algorithms.names(private=True)
+                                if "hinge" in algorithms.get(name).losses
+                                and algorithms.get(name).preparation.smoothness is None)
+            raise ValueError(f"loss='hinge' is not smooth: solver must be one of "
+                             f"{smooth_free}, got {spec.name!r}")
+        prepared = spec.preparation.prepare(spec, X, y, fit)
         solver_ss, _ = streams()
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = spec.run(prepared.problem, prepared.config, seed, budget,
@@ -194,7 +200,7 @@ class _BaseDPLinear(BaseEstimator):
             "l1_ratio": float(self.l1_ratio), "fit_intercept": bool(self.fit_intercept),
             **config,
         }
-        if spec.smoothness == "private":
+        if spec.preparation.smoothness == "private":
             identity["smoothness_fraction"] = float(self.smoothness_fraction)
             identity["bounds"] = (None if self.bounds is None else np.broadcast_to(
                 np.asarray(self.bounds, dtype=float), (self.n_features_in_,)).tolist())
@@ -206,13 +212,11 @@ class _BaseDPLinear(BaseEstimator):
         the secure mode does not cover."""
         noise = check_choice(self.noise, "noise", ("auto",) + privacy.secure.NOISE_MODES)
         if noise == "auto":
-            covered = privacy.secure.covers(solver, self._public_bounds(solver))
+            covered = algorithms.get(solver).privacy.secure and (
+                self._public_bounds(solver) or privacy.secure.SECURE_FEATURE_BOUND)
             return "secure" if self.random_state is None and covered else "fast"
         if noise == "secure":
-            if solver not in privacy.secure.SECURE_SOLVERS:
-                raise ValueError(f"noise='secure' covers solver "
-                                 f"{' or '.join(privacy.secure.SECURE_SOLVERS)}, "
-                                 f"not {solver!r}; use noise='fast'")
+            algorithms.check_secure(solver, "noise='secure'")
             if self.random_state is not None:
                 raise ValueError("noise='secure' draws its seeds from the OS and never "
                                  "records them: random_state must be None (a fixed "
@@ -222,14 +226,15 @@ class _BaseDPLinear(BaseEstimator):
     def _public_bounds(self, solver):
         """Whether the fit needs no private feature-bound release (given
         ``bounds``, or a solver that reads none)."""
-        return self.bounds is not None or algorithms.get(solver).smoothness != "private"
+        return (self.bounds is not None
+                or algorithms.get(solver).preparation.smoothness != "private")
 
     def _clip_value(self, epsilon, spec):
         """``clip``, with ``"auto"`` (the classifier's default) resolved:
         ``min(1, 0.5 sqrt(epsilon))`` for DP-CD and DP-GCD's relative clip,
         1 for the other solvers (their earlier default)."""
         if isinstance(self.clip, str) and self.clip == "auto":
-            return min(1.0, 0.5 * np.sqrt(epsilon)) if spec.relative_clip else 1.0
+            return min(1.0, 0.5 * np.sqrt(epsilon)) if spec.preparation.relative_clip else 1.0
         return _check_positive(self.clip, "clip")
 
     def _config(self, spec, epsilon):
@@ -279,7 +284,7 @@ class _BaseDPLinear(BaseEstimator):
         """The solver's ``record_norm`` (None for an unknown solver, which
         ``fit`` refuses with its own message)."""
         try:
-            return algorithms.get(self.solver).record_norm
+            return algorithms.get(self.solver).preparation.record_norm
         except (ValueError, TypeError):
             return None
 

@@ -20,9 +20,11 @@ from .config import (
     algorithm_modules,
     data_spec,
     expand_lambda_grids,
+    experiment_prefix,
     raw_path,
     render,
     solver_entry,
+    workflow_path,
 )
 from .cost import Cost
 from .fresh import FreshJob
@@ -33,5 +35,5 @@ from .private import PRIVATE_DEFAULTS, PRIVATE_DISTRIBUTIONS
 __all__ = ["Cost", "FreshJob", "GENERATED_SOURCES", "Job", "LATTICE_DECADES",
            "PRIVATE_DEFAULTS", "PRIVATE_DISTRIBUTIONS", "Plan", "SEARCHES", "WARMUP_PRIORITY",
            "after_wildcard", "algorithm_modules", "axis_stride", "coarse_indices",
-           "data_spec", "expand_lambda_grids", "grid_size", "prefix_passes", "raw_path",
-           "render", "solver_entry", "stage_wildcard"]
+           "data_spec", "expand_lambda_grids", "experiment_prefix", "grid_size", "prefix_passes",
+           "raw_path", "render", "solver_entry", "stage_wildcard", "workflow_path"]

@@ -59,11 +59,32 @@ def expand_lambda_grids(experiments):
     return experiments, groups
 
 
-def algorithm_modules(modules):
+def algorithm_modules(modules, basedir):
     """``DPCD_ALGORITHMS`` for the config's ``algorithms`` (solvers from outside
-    dpcd, which every job imports): ``.py`` paths made absolute, joined by
-    ``os.pathsep``."""
-    return os.pathsep.join(os.path.abspath(m) if m.endswith(".py") else m for m in modules)
+    dpcd, which every job imports): ``.py`` paths made absolute (relative ones
+    are from ``basedir``, the workflow's directory), joined by ``os.pathsep``."""
+    return os.pathsep.join(workflow_path(m, basedir) if m.endswith(".py") else m for m in modules)
+
+
+def workflow_path(path, basedir):
+    """A file a config names, absolute: a relative path is from ``basedir``, the
+    workflow's directory (the clone), so ``snakemake -d DIR`` finds it; None stays None."""
+    if path is None:
+        return None
+    return os.path.normpath(os.path.join(basedir, os.path.expanduser(path)))
+
+
+def experiment_prefix(prefix, configfile, default_configfile):
+    """The MLflow experiment names' prefix: ``mlflow.experiment_prefix`` when
+    set, else ``dpcd/`` for the embedded default config and ``dpcd/<name>/``
+    for a config file ``<name>.yaml``, so that the runs of two configs never
+    share an experiment in one tracking store."""
+    if prefix is not None:
+        return prefix
+    if configfile is None or os.path.samefile(configfile, default_configfile):
+        return "dpcd/"
+    name = os.path.splitext(os.path.basename(configfile))[0]
+    return f"dpcd/{name}/"
 
 
 def solver_entry(exp, name):

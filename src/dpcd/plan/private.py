@@ -124,29 +124,46 @@ class Private(Search):
             raise ValueError(f"{where}.selection_seeds: an integer >= 1, got {seeds!r}")
 
     def _check_candidate(self, where, kind, grid, passes):
-        """A candidate's solver can be one (its spec's facts; unchecked here
-        without them: the job checks again), under a relation repeat-and-select
-        accounts, and the grid gives at least two configurations per cell."""
+        """A candidate's solver can be one, under a relation and sampling
+        repeat-and-select accounts (its spec's facts; unchecked here without
+        them: the job checks again), and the grid gives at least two
+        configurations per cell."""
         facts = self.plan.solver_facts
-        if facts is not None and not facts.get(kind, {}).get("private_candidate"):
-            candidates = sorted(name for name, fact in facts.items()
-                                if fact.get("private_candidate"))
-            reason = facts.get(kind, {}).get("private_refusal") or (
-                f"{NOT_A_CANDIDATE} (candidates: {', '.join(candidates)})")
-            raise ValueError(f"{where}: {kind} cannot be a private-search candidate: {reason}")
-        relation = self.exp["privacy"].get("neighbouring", "replace_one")
-        if kind == "dp_scd" and relation == "replace_one" \
-                and grid.get("sampling") != "without_replacement":
-            raise ValueError(
-                f"{where}: dp_scd's Poisson batches under replace_one are accounted by PLD "
-                f"only and repeat-and-select needs RDP: set sampling: without_replacement "
-                f"(RDP under replace_one) or privacy.neighbouring: replace_special")
+        if facts is not None:
+            fact = facts.get(kind, {})
+            if not fact.get("private_candidate"):
+                candidates = sorted(name for name, other in facts.items()
+                                    if other.get("private_candidate"))
+                reason = fact.get("private_refusal") or (
+                    f"{NOT_A_CANDIDATE} (candidates: {', '.join(candidates)})")
+                raise ValueError(f"{where}: {kind} cannot be a private-search candidate: "
+                                 f"{reason}")
+            relation = self.exp["privacy"].get("neighbouring", "replace_one")
+            _check_rdp(where, kind, fact, relation, grid.get("sampling", fact.get("sampling")))
         n = lattice.grid_size(grid)
         if n < 2:
             raise ValueError(
                 f"{where}: the grid has {n} configuration per epsilon and passes; search "
                 f"private selects among >= 2 (each search draws from the configurations "
                 f"of one epsilon and one passes)")
+
+
+def _check_rdp(where, kind, fact, relation, sampling):
+    """Refuse a (relation, sampling) under which only PLD accounts the
+    solver's release (its spec's ``pld_only``), naming the settings that RDP
+    accounts instead (its spec's ``relations``)."""
+    pld_only = fact.get("pld_only", [])
+    if [relation, sampling] not in pld_only:
+        return
+    relations = fact.get("relations", {})
+    others = [f"sampling: {other}" for other, rels in relations.items()
+              if other not in (sampling, "*") and relation in rels
+              and [relation, other] not in pld_only]
+    others += [f"privacy.neighbouring: {other}" for other in relations.get(sampling, [])
+               if other != relation and [other, sampling] not in pld_only]
+    raise ValueError(f"{where}: {kind}'s {sampling} sampling under {relation} is accounted by "
+                     "PLD only and repeat-and-select needs RDP"
+                     + (f": set {' or '.join(others)}" if others else ""))
 
 
 def private_compare_inputs(plan, baseline):

@@ -1,12 +1,13 @@
 """Privacy accounting: the single place where (ε, δ) become noise scales.
 
 Every solver gets its noise from one of the ``calibrate_*`` functions (one
-module per algorithm family: :mod:`~dpcd.privacy.cd`, :mod:`~dpcd.privacy.gcd`,
-:mod:`~dpcd.privacy.sgd`, :mod:`~dpcd.privacy.scd`; what they share in
-:mod:`~dpcd.privacy.calibrate`), which describe the run's releases as
-``dp_accounting`` events, search the smallest noise meeting the target ε at δ (RDP or PLD accountant, default the tightest
-valid one) and return a :class:`Calibration` carrying the noise scales and
-the :class:`Ledger` to log.  See docs/method/privacy.md.
+module per algorithm family: :mod:`~dpcd.privacy.cd`,
+:mod:`~dpcd.privacy.gcd`, :mod:`~dpcd.privacy.sgd`, :mod:`~dpcd.privacy.scd`;
+what they share in :mod:`~dpcd.privacy.calibrate`), which describe the run's
+releases as ``dp_accounting`` events, search the smallest noise meeting the
+target ε at δ (RDP or PLD accountant, default the tightest valid one) and
+return a :class:`Calibration` carrying the noise scales and the
+:class:`Ledger` to log. See docs/method/privacy.md.
 """
 
 from dpcd.privacy import secure

@@ -49,7 +49,7 @@ PUBLIC_N = ("its releases are means over a public n whose noise scale is a funct
 class Relations:
     """The neighbouring relations one mechanism is calibrated under, per record
     sampling (each family's module derives them). An algorithm spec carries its
-    mechanism's (:attr:`dpcd.algorithms.Algorithm.relations`).
+    mechanism's (:attr:`dpcd.algorithms.Privacy.relations`).
 
     Attributes
     ----------

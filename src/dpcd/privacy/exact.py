@@ -70,6 +70,8 @@ from dpcd.privacy.keystream import GUARD, fill_u64, next_u64
 # Parameter range of the scale samplers (see the module docstring).
 MIN_SCALE = 2.0 ** -10
 MAX_SCALE = 2.0 ** 40
+# Smallest success probability of the geometric sampler.
+MIN_P = 2.0 ** -40
 
 _ULP53 = 2.0 ** -53
 _LOG2 = math.log(2.0)
@@ -288,12 +290,13 @@ def _inv_bound(prefix):
 
 @njit(cache=True)
 def geometric(state, p):
-    """Failures before the first success of Bernoulli(p) trials (``0 < p ≤ 1``).
+    """Failures before the first success of Bernoulli(p) trials (``2⁻⁴⁰ ≤ p ≤ 1``).
 
-    ``P(G ≥ m) = (1 − p)^m``, exactly for the real ``p``.
+    ``P(G ≥ m) = (1 − p)^m``, exactly for the real ``p``. (Below ``2⁻⁴⁰`` the
+    draws could leave the int64 range.)
     """
-    if not (p > 0.0 and p <= 1.0):
-        raise ValueError("geometric: p must be in (0, 1]")
+    if not (p >= MIN_P and p <= 1.0):
+        raise ValueError("geometric: p must be in [2**-40, 1]")
     if p == 1.0:
         return np.int64(0)
     log_q = np.log1p(-p)
@@ -530,5 +533,6 @@ def discrete_gaussian(state, sigma):
     return _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, _widen(state))
 
 
-__all__ = ["MAX_SCALE", "MIN_SCALE", "bernoulli", "discrete_gaussian", "discrete_laplace",
-           "fill_discrete_gaussian", "fill_discrete_laplace", "geometric", "uniform_below"]
+__all__ = ["MAX_SCALE", "MIN_P", "MIN_SCALE", "bernoulli", "discrete_gaussian",
+           "discrete_laplace", "fill_discrete_gaussian", "fill_discrete_laplace", "geometric",
+           "uniform_below"]

@@ -21,7 +21,8 @@ operating system's secure source (:mod:`secrets`):
 So the words are exactly the bytes of the keystream that ``cryptography``'s
 ChaCha20 (OpenSSL) produces for the same key and 16-byte counter-and-nonce
 (tested, with RFC 8439's test vectors). The state is a secret: it is never
-logged, pickled or recorded; a process that needs a stream makes its own.
+logged, pickled or recorded; a process that needs a stream makes its own,
+and so does each thread (threads sharing a state could read the same words).
 """
 
 from __future__ import annotations

@@ -76,18 +76,10 @@ GUARANTEES = {
 # m + 1 steps, so the noise grows by (m + 1)/m = 1.001.
 RESOLUTION = 1000
 
-# Solvers the secure mode covers (the others are refused).
-SECURE_SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd")
-
 # Whether the private feature-bound release (dpcd.privacy.bounds) has a
-# secure mode: without one a secure fit needs public bounds.
+# secure mode: without one a secure fit needs public bounds. (Whether a
+# solver has one is its spec's ``privacy.secure``.)
 SECURE_FEATURE_BOUND = False
-
-
-def covers(solver: str, public_bounds: bool) -> bool:
-    """Whether a fit of ``solver`` has a secure mode for every release
-    (``public_bounds``: it needs no private feature bound)."""
-    return solver in SECURE_SOLVERS and (public_bounds or SECURE_FEATURE_BOUND)
 
 # Accountants the secure mode can use: RDP bounds the discrete Gaussian
 # (Canonne et al. 2020), PLD accounts it exactly; "paper" reports RDP's ε
@@ -225,14 +217,6 @@ def _pld_integer_scale(z, steps, epsilon, delta, resolution):
         if achieved <= epsilon:
             return scale, achieved
     return None
-
-
-def check_workflow(solver: str, accountant: str) -> None:
-    """Refuse a workflow experiment the secure mode does not cover."""
-    if solver not in SECURE_SOLVERS:
-        raise ValueError(f"privacy.noise: 'secure' covers solver "
-                         f"{' or '.join(SECURE_SOLVERS)}, not {solver!r}")
-    check_accountant(accountant)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,6 +397,8 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
     return noisy, (resolution + 1) * grid
 
 
-__all__ = ["GUARANTEES", "NOISE_MODES", "RESOLUTION", "SECURE_SOLVERS", "SecureGaussian", "SecureGcd",
-           "check_accountant", "check_grid", "covers", "discrete_gaussian_epsilon", "check_workflow", "discrete_gaussian", "discrete_laplace",
-           "round_to_grid", "secure_dp_cd", "secure_dp_gcd", "secure_entropy", "secure_laplace_release"]
+__all__ = ["GUARANTEES", "NOISE_MODES", "PLD_RATIOS", "RESOLUTION", "SECURE_FEATURE_BOUND",
+           "SecureGaussian", "SecureGcd", "check_accountant", "check_grid",
+           "discrete_gaussian", "discrete_gaussian_epsilon", "discrete_laplace",
+           "round_to_grid", "secure_dp_cd", "secure_dp_gcd", "secure_entropy",
+           "secure_laplace_release"]

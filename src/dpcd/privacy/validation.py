@@ -25,6 +25,11 @@ def check_delta(delta, name="delta"):
     return value
 
 
+def delta_or_default(delta, n_samples):
+    """``delta``, or 1/n² (the papers' choice) when None."""
+    return 1.0 / n_samples**2 if delta is None else float(delta)
+
+
 def _float(value):
     """``value`` as float, or NaN (which every check rejects) if it is no number."""
     try:

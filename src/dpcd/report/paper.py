@@ -17,10 +17,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from dpcd import algorithms  # noqa: E402
 from dpcd.report.tables import last_checkpoints  # noqa: E402
 from dpcd.problems.metrics import HIGHER_IS_BETTER  # noqa: E402
 
-NONPRIVATE = ("scd", "sgd", "cd")
 PUBLISHED_COLUMNS = ["experiment", "solver", "epsilon", "quantity", "value", "source", "note"]
 
 
@@ -38,7 +38,7 @@ def _metric_label(table):
 def plot_metric_vs_epsilon(tables, path, spec):
     """DP-SCD Figure 1: median test metric against epsilon, one panel per experiment."""
     names = spec["experiments"]
-    nonprivate = set(spec.get("nonprivate", NONPRIVATE))
+    nonprivate = set(spec.get("nonprivate", algorithms.names(private=False)))
     sns.set_theme(style="whitegrid")
     fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.8), squeeze=False)
     for ax, name in zip(axes[0], names):
@@ -70,7 +70,7 @@ def plot_objective_vs_passes(tables, runs, path, spec):
     """DP-SCD Figure 2: training objective per pass of the selected configurations."""
     name = spec["experiments"][0]
     table, data = _final_passes(tables[name]), runs[name]
-    nonprivate = set(spec.get("nonprivate", NONPRIVATE))
+    nonprivate = set(spec.get("nonprivate", algorithms.names(private=False)))
     epsilons = spec.get("epsilons")
     chosen = []
     for row in table.itertuples():
@@ -192,13 +192,17 @@ def ours_for(published, tables, runs):
     return published.assign(ours=values)
 
 
-def conclusions(tables, nonprivate=NONPRIVATE):
+def conclusions(tables, nonprivate=None):
     """The paper's claims (§5.1) checked per (experiment, epsilon) where the solvers ran.
 
     ``dp_scd_vs_dp_sgd``: DP-SCD's median test metric is at least as good as
     DP-SGD's (the paper: yes on ridge and SVM, slightly worse on logistic);
     ``seq_dp_scd_worst``: seqDP-SCD has the worst test metric of the private methods.
+    ``nonprivate``: the solvers that are not private methods (default: the
+    registry's non-private ones).
     """
+    if nonprivate is None:
+        nonprivate = algorithms.names(private=False)
     rows = []
     for name, table in tables.items():
         if "test_metric_median" not in table:

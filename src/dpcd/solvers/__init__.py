@@ -9,7 +9,6 @@ from dpcd.solvers.dp_gcd import dp_gcd
 from dpcd.solvers.dp_scd import dp_scd, scd
 from dpcd.solvers.dp_sgd import dp_sgd, dp_sgd_many
 from dpcd.solvers.reference import reference_hinge, reference_optimum, reference_solve
-from dpcd.solvers.warmup import warmup
 
 __all__ = ["SolverResult", "dp_cd", "dp_gcd", "dp_scd", "dp_sgd", "dp_sgd_many",
-           "reference_hinge", "reference_optimum", "reference_solve", "scd", "warmup"]
+           "reference_hinge", "reference_optimum", "reference_solve", "scd"]

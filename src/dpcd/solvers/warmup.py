@@ -1,7 +1,15 @@
 """Compile the solver kernels once (into ``NUMBA_CACHE_DIR``), by family.
 
-Each algorithm spec (:mod:`dpcd.algorithms`) names the family of its kernels;
-:func:`dpcd.algorithms.warmup` maps solver names to families.
+One function per kernel family, each compiling (or loading from the numba
+cache) its kernels on a tiny problem: an algorithm spec names its family's as
+its runtime's ``warm`` (:class:`dpcd.algorithms.Runtime`), and
+:func:`dpcd.algorithms.warmup` calls each family's once; :func:`reference`
+warms the reference stage's solvers.
+
+The workflow compiles them in its warmup jobs, with a project-local
+``NUMBA_CACHE_DIR``, before solver jobs run in parallel, so that parallel
+jobs never write the same cache entry at once (numba/numba#4807); each job
+then loads the kernels it runs before timing any.
 """
 import numpy as np
 
@@ -14,7 +22,7 @@ def _problem():
     return X, y
 
 
-def _reference(X, y):
+def reference():
     """The reference stage's solvers: proximal CD for smooth losses (dense and
     sparse CSC designs), SDCA for hinge."""
     import scipy.sparse as sp
@@ -23,6 +31,7 @@ def _reference(X, y):
     from dpcd.solvers.dp_scd import scd
     from dpcd.solvers.reference import reference_solve
 
+    X, y = _problem()
     for loss in ("squares", "logistic"):
         for penalty in ("l1", "l2"):
             for design in (X, sp.csc_matrix(X)):
@@ -31,11 +40,14 @@ def _reference(X, y):
     scd(Xu, y, *make_problem("hinge", "l2", 0.01), passes=1, seed=0)
 
 
-def _dp_cd(X, y):
+def dp_cd():
+    """DP-CD's kernels (non-private CD's too): dense and sparse, with and without averaging."""
     import scipy.sparse as sp
 
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_cd import dp_cd
+
+    X, y = _problem()
 
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
@@ -46,11 +58,15 @@ def _dp_cd(X, y):
                       noise_scales=0.1, passes=2, seed=0, averaging=averaging)
 
 
-def _dp_sgd(X, y):
+def dp_sgd():
+    """DP-SGD's kernels (non-private SGD's too): a run alone and a sweep's
+    runs, dense and sparse."""
     import scipy.sparse as sp
 
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_sgd import dp_sgd, dp_sgd_many
+
+    X, y = _problem()
 
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
@@ -66,11 +82,14 @@ def _dp_sgd(X, y):
            passes=1, seed=0, global_smoothness=1.0)
 
 
-def _dp_gcd(X, y):
+def dp_gcd():
+    """DP-GCD's kernels, dense and sparse."""
     import scipy.sparse as sp
 
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_gcd import dp_gcd
+
+    X, y = _problem()
 
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
@@ -80,9 +99,12 @@ def _dp_gcd(X, y):
                    selection_scales=0.1, noise_scales=0.1, iterations=2, seed=0)
 
 
-def _dp_scd(X, y):
+def dp_scd():
+    """The DP-SCD variants' kernels (non-private SCD's too)."""
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_scd import dp_scd, scd
+
+    X, y = _problem()
 
     Xu = X / np.linalg.norm(X, axis=1, keepdims=True)
     for loss in ("squares", "logistic", "hinge"):
@@ -95,38 +117,3 @@ def _dp_scd(X, y):
                    noise_scale=0.1, passes=1, batch_size=2, seed=0, variant="primal",
                    sampling="none")
         scd(Xu, y, datafit, penalty, passes=1, seed=0)
-
-
-_WARM = {"reference": _reference, "dp_cd": _dp_cd, "dp_sgd": _dp_sgd,
-         "dp_gcd": _dp_gcd, "dp_scd": _dp_scd}
-KERNEL_FAMILIES = tuple(_WARM)
-
-
-def warmup(families=None):
-    """Compile (or load from the numba cache) the kernels of ``families`` on a
-    tiny problem.
-
-    The workflow compiles them in its warmup jobs, with a project-local
-    ``NUMBA_CACHE_DIR``, before solver jobs run in parallel, so that parallel
-    jobs never write the same cache entry at once (numba/numba#4807); each job
-    then loads the kernels it runs before timing any.
-
-    Parameters
-    ----------
-    families : iterable of str, optional
-        Keys of ``_WARM`` ("reference", "dp_cd", "dp_sgd", "dp_gcd", "dp_scd");
-        every family if None (solver names: :func:`dpcd.algorithms.warmup`).
-
-    Returns
-    -------
-    names : list of str
-        The families that were compiled or loaded.
-    """
-    names = sorted(_WARM) if families is None else sorted(set(families))
-    unknown = [name for name in names if name not in _WARM]
-    if unknown:
-        raise ValueError(f"warmup: unknown kernel families {unknown}; known: {sorted(_WARM)}")
-    X, y = _problem()
-    for name in names:
-        _WARM[name](X, y)
-    return names

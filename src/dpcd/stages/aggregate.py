@@ -18,7 +18,7 @@ def cmd_aggregate(args):
 
     from dpcd.report import markdown_table, plot_rel_error, plot_solution_histogram, summary_table
     from dpcd.report.metrics import experiment_metrics, nonprivate_inputs
-    from dpcd.tracking import ingest_experiment, log_experiment_artifacts
+    from dpcd.tracking import ingest_experiment, log_experiment_artifacts, processed_dataset
 
     runs = pd.concat([pd.read_parquet(path) for path in args.runs], ignore_index=True)
     if runs.empty:
@@ -35,7 +35,8 @@ def cmd_aggregate(args):
     w_star = np.asarray(read_json(args.reference)["w"], dtype=np.float64)
     atomic_write(args.figure_solution,
                  lambda tmp: plot_solution_histogram(w_star, tmp, title=args.experiment))
-    info, ingest = ingest_experiment(args.mlflow_experiment, args.mlflow_runs)
+    info, ingest = ingest_experiment(args.mlflow_experiment, args.mlflow_runs,
+                                     dataset=processed_dataset(args.data))
     log_experiment_artifacts(
         info, [args.csv, args.md, args.figure_passes, args.figure_time, args.figure_solution],
         tags={"privacy.nonprivate_inputs": ",".join(nonprivate)},
@@ -122,6 +123,8 @@ def register(subparsers):
                    help="the solve jobs' MLflow runs files")
     p.add_argument("--mlflow-experiment", required=True, help="MLflow experiment name")
     p.add_argument("--reference", required=True)
+    p.add_argument("--data", required=True,
+                   help="the processed dataset: the MLflow input (name, digest, source) of its runs")
     p.add_argument("--mlflow", required=True,
                    help="JSON out: the MLflow experiment, parent run and ingestion")
     p.add_argument("--csv", required=True)

@@ -23,8 +23,12 @@ def cmd_warmup(args):
     elapsed = time.perf_counter() - start
     log.info("compiled kernels of %s in %.1f s (cache: %s)", ", ".join(families), elapsed,
              os.environ.get("NUMBA_CACHE_DIR"))
-    write_json(args.out, {"seconds": elapsed, "families": families,
-                          "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR")})
+    record = {"seconds": elapsed, "families": families,
+              "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR")}
+    if args.out:
+        write_json(args.out, record)
+    else:
+        print(json.dumps(record, indent=2))
 
 
 def cmd_reference(args):
@@ -77,6 +81,7 @@ def cmd_solve(args):
     from dpcd.sweep.fresh import run_fresh_chunk
     from dpcd.sweep.grid import grid_size
     from dpcd.sweep.problem import load_problem
+    from dpcd.sweep.tidy import kernel_seconds, records_run
     from dpcd.tracking.payload import mlflow_runs
     from dpcd.tracking.runs_file import job_name, write_mlflow_runs
 
@@ -101,9 +106,10 @@ def cmd_solve(args):
         parts = [(spec, *run_chunk(spec, args.chunk, problem, reference["objective"],
                                    private, w_star=w_star))]
     records = [record for _, _, part in parts for record in part]
-    log.info("%d configurations in %.1f s", len(records), time.perf_counter() - start)
+    log.info("%d configurations run, %d rows in %.1f s", len(records_run(records)), len(records),
+             time.perf_counter() - start)
     split["calibration"] = cache.STATS["seconds"] - calibration0
-    split["kernels"] = float(sum(record.time.sum() for record in records))
+    split["kernels"] = kernel_seconds(records)
     stage = "fresh" if fresh else spec.get("stage")  # staged search, fresh seeds
     job = job_name(spec["experiment"], args.chunk, None if fresh else spec["solver"], stage)
     start = time.perf_counter()
@@ -121,8 +127,7 @@ def cmd_solve(args):
         return
     if fresh:
         ledger = {"solvers": {solver["solver"]: {
-            "configurations": len(part),
-            "kernels": float(sum(record.time.sum() for record in part))}
+            "configurations": len(part), "kernels": kernel_seconds(part)}
             for solver, _, part in parts}}
     else:
         ledger = {"solver": spec["solver"], "grid_configurations": grid_size(spec)}
@@ -153,7 +158,8 @@ def register(subparsers):
     p = add_command(subparsers, "warmup", cmd_warmup, "compile the numba kernels into the cache")
     p.add_argument("--families", nargs="+",
                    help="kernel families (reference, dp_cd, dp_sgd, dp_gcd, dp_scd); all if absent")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", help="JSON record of what was compiled (the workflow's marker); "
+                                 "printed if absent")
 
     p = add_command(subparsers, "reference", cmd_reference, "non-private optimum F* of a problem")
     p.add_argument("--data", required=True)

@@ -94,7 +94,7 @@ def run_cells(spec, cells, problem, f_star, w_star=None):
     for cell, configs in cells:
         seeds = fresh_seeds(spec["base_seed"], n_seeds, cell)
         estimates = None
-        if algorithms.get(spec.get("adapter", spec["solver"])).smoothness == "private":
+        if algorithms.get(spec.get("adapter", spec["solver"])).preparation.smoothness == "private":
             # a private smoothness estimate is part of each run's release: fresh too.
             estimates = private_smoothness_estimates(
                 problem.X, spec["problem"]["loss"], spec["grid"]["smoothness_fraction"],

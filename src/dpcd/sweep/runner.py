@@ -10,6 +10,7 @@ from dpcd import algorithms, privacy
 from dpcd.algorithms import Budget
 from dpcd.plan.lattice import prefix_passes
 from dpcd.privacy.ledger import nonprivate_inputs
+from dpcd.privacy.validation import delta_or_default
 from dpcd.streams import config_id, run_entropies
 from dpcd.sweep.metrics import final_metrics
 from dpcd.sweep.problem import SeedProblems
@@ -21,8 +22,7 @@ log = logging.getLogger("dpcd.sweep")
 
 def resolve_delta(privacy_spec, n_samples):
     """delta from the config, or 1/n^2 (the papers' choice) when null."""
-    delta = privacy_spec.get("delta")
-    return 1.0 / n_samples**2 if delta is None else float(delta)
+    return delta_or_default(privacy_spec.get("delta"), n_samples)
 
 
 # Final iterates a block of configurations run together may hold (128 MB)
@@ -77,7 +77,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     if noise == "secure":
         # seeds from the OS per run, never recorded: the table's seed column
         # holds -1 - seed_index (see docs/secure_noise.md)
-        privacy.secure.check_workflow(spec.get("adapter", spec["solver"]), accountant)
+        algorithms.check_secure(spec.get("adapter", spec["solver"]), "privacy.noise: 'secure'")
+        privacy.secure.check_accountant(accountant)
         seeds = [None] * len(seeds)
     runs = []
     started = clock.monotonic()
@@ -87,7 +88,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
                       prefix=None if fidelity is None else prefix_passes(config["passes"],
                                                                          fidelity))
                for config in configs]
-    many = algorithm.run_many if together else None
+    many = algorithm.runtime.run_many if together else None
     # Run together: {(configuration, seed index): (result, ledger)} for a block
     # of configurations whose final iterates (block x seeds x features) stay
     # within TOGETHER_ENTRIES doubles: a whole chunk at 8 or 1 000 features, 38

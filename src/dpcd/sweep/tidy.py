@@ -26,6 +26,20 @@ class ConfigRecord:
     end_ms: int = None
     # each seed's train/validation division (SeedProblems.division), None without one
     splits: list = None
+    # the config_id of the run this record gives to another epsilon (a
+    # non-private run, not run again: its time is that run's), else None
+    copy_of: str = None
+
+
+def records_run(records):
+    """The records of configurations run (a non-private run's copies at other
+    epsilons left out: they ran nothing)."""
+    return [record for record in records if record.copy_of is None]
+
+
+def kernel_seconds(records):
+    """Seconds in the solver kernels, each run counted once (not once per epsilon)."""
+    return float(sum(record.time.sum() for record in records_run(records)))
 
 
 def tidy_results(spec, runs, seeds, delta, also_at=()):
@@ -151,7 +165,8 @@ def _every_epsilon(table, records, epsilons):
         for record in records:
             config = {**record.config, "epsilon": float(epsilon)}
             ids[record.config_id] = config_id(config)
-            copies.append(replace(record, config=config, config_id=ids[record.config_id]))
+            copies.append(replace(record, config=config, config_id=ids[record.config_id],
+                                  copy_of=record.config_id))
         tables.append(table.assign(epsilon=float(epsilon),
                                    config_id=table["config_id"].map(ids)))
     return pd.concat(tables, ignore_index=True), copies

@@ -15,7 +15,9 @@ from dpcd.lazy import lazy_names
 _LAZY = {
     "ingested_jobs": "dpcd.tracking.mlflow_log",
     "log_configurations": "dpcd.tracking.mlflow_log",
+    "log_dataset": "dpcd.tracking.mlflow_log",
     "log_experiment_artifacts": "dpcd.tracking.mlflow_log",
+    "processed_dataset": "dpcd.tracking.dataset",
     "setup_experiment": "dpcd.tracking.mlflow_log",
     "tracking_uri": "dpcd.tracking.mlflow_log",
     "ingest_experiment": "dpcd.tracking.ingest",

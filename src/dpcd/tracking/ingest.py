@@ -11,19 +11,21 @@ import time
 from pathlib import Path
 
 from dpcd.tracking.mlflow_log import (forget_jobs, ingested_jobs, log_configurations,
-                                      setup_experiment)
+                                      log_dataset, setup_experiment)
 from dpcd.tracking.runs_file import read_mlflow_runs
 
 log = logging.getLogger("dpcd.tracking")
 
 
-def ingest_runs_files(info, paths, replaces=None):
+def ingest_runs_files(info, paths, replaces=None, dataset=None):
     """Log the solve jobs' runs files (:func:`dpcd.tracking.runs_file.write_mlflow_runs`)
     to the experiment ``info``, skipping those already in the store.
 
     ``replaces``: a predicate on job names; the jobs in the store it selects
     that no file of ``paths`` names are removed (a stage whose jobs were cut
     otherwise leaves none of its earlier runs beside the new ones).
+    ``dataset``: the MLflow dataset entity (:func:`~dpcd.tracking.mlflow_log.log_dataset`)
+    each new run takes as its input.
 
     Returns ``{"jobs", "runs", "skipped_jobs", "removed_jobs"}``.
     """
@@ -40,7 +42,7 @@ def ingest_runs_files(info, paths, replaces=None):
             continue
         job, runs = read_mlflow_runs(path)
         named.add(job)
-        log_configurations(info, job, runs, result_sha=sha)
+        log_configurations(info, job, runs, result_sha=sha, dataset=dataset)
         ingest["jobs"] += 1
         ingest["runs"] += len(runs)
     if replaces:
@@ -50,13 +52,16 @@ def ingest_runs_files(info, paths, replaces=None):
     return ingest
 
 
-def ingest_experiment(name, paths):
+def ingest_experiment(name, paths, dataset=None):
     """Set up the MLflow experiment ``name`` (:func:`dpcd.tracking.setup_experiment`)
     and ingest the runs files ``paths`` into it; returns ``(info, ingest)``,
-    ``ingest`` as :func:`ingest_runs_files` with the ``seconds`` both took."""
+    ``ingest`` as :func:`ingest_runs_files` with the ``seconds`` both took.
+    ``dataset`` (an ``mlflow.data`` dataset, :func:`dpcd.tracking.dataset.processed_dataset`):
+    the input of the parent run and of each run ingested."""
     start = time.perf_counter()
     info = setup_experiment(name)
-    ingest = ingest_runs_files(info, paths)
+    entity = log_dataset(info, dataset) if dataset is not None else None
+    ingest = ingest_runs_files(info, paths, dataset=entity)
     ingest["seconds"] = time.perf_counter() - start
     log.info("MLflow: %d runs of %d jobs ingested in %.1f s (%d jobs already in)",
              ingest["runs"], ingest["jobs"], ingest["seconds"], ingest["skipped_jobs"])

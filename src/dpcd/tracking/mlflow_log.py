@@ -37,10 +37,22 @@ import uuid
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from mlflow.entities import LifecycleStage, Metric, Param, RunStatus, RunTag, SourceType
+from mlflow.entities import (
+    DatasetInput,
+    InputTag,
+    LifecycleStage,
+    Metric,
+    Param,
+    RunStatus,
+    RunTag,
+    SourceType,
+)
 from mlflow.exceptions import MlflowException
 from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.store.tracking.dbmodels.models import (
+    SqlDataset,
+    SqlInput,
+    SqlInputTag,
     SqlLatestMetric,
     SqlMetric,
     SqlParam,
@@ -68,6 +80,9 @@ RUNS_VIEW = json.dumps({"orderByKey": _COLUMNS[0], "orderByAsc": True,
 
 # Parent-run tag prefix: dpcd.ingested.<job> = SHA-256 of the job's runs file.
 INGESTED = "dpcd.ingested."
+
+# The context MLflow's UI shows beside a run's dataset.
+TRAINING = [InputTag("mlflow.data.context", "training")]
 
 # MLflow's per-request limits for log_batch.
 MAX_ENTITIES, MAX_PARAMS, MAX_TAGS = 1000, 100, 100
@@ -253,7 +268,32 @@ def _child_run(info, job, run, sha, now, result_sha=None):
     )
 
 
-def _insert_runs(uri, artifact_root, info, job, runs, sha, now, result_sha=None):
+def log_dataset(info, dataset):
+    """Log ``dataset`` (an ``mlflow.data`` dataset: name, digest, source) as the
+    training input of the experiment's parent run; returns its MLflow entity,
+    which :func:`log_configurations` gives to each child run."""
+    entity = dataset._to_mlflow_entity()
+    _retry(_client(info["tracking_uri"]).log_inputs, info["parent_run_id"],
+           [DatasetInput(entity, TRAINING)])
+    return entity
+
+
+def _dataset_inputs(session, info, dataset, run_ids):
+    """Rows linking each run to the experiment's dataset (logged on the parent)."""
+    (dataset_uuid,) = session.query(SqlDataset.dataset_uuid).filter_by(
+        experiment_id=int(info["experiment_id"]), name=dataset.name,
+        digest=dataset.digest).one()
+    inputs, tags = [], []
+    for run_id in run_ids:
+        input_uuid = uuid.uuid4().hex
+        inputs.append(dict(input_uuid=input_uuid, source_type="DATASET", source_id=dataset_uuid,
+                           destination_type="RUN", destination_id=run_id))
+        tags += [dict(input_uuid=input_uuid, name=t.key, value=t.value) for t in TRAINING]
+    return {SqlInput: inputs, SqlInputTag: tags}
+
+
+def _insert_runs(uri, artifact_root, info, job, runs, sha, now, result_sha=None,
+                 dataset=None):
     """All child runs of a job in one transaction of a SQL store, already FINISHED."""
     store = SqlAlchemyStore(uri, artifact_root)
     rows = {model: [] for model in (SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric)}
@@ -298,13 +338,15 @@ def _insert_runs(uri, artifact_root, info, job, runs, sha, now, result_sha=None)
                 repo.log_artifact(str(local))
     # Core executemany inserts: the ORM's per-object bookkeeping cost more than SQLite.
     with store.ManagedSessionMaker() as session:
+        if dataset is not None:
+            rows.update(_dataset_inputs(session, info, dataset, run_ids))
         for model, values in rows.items():
             if values:
                 session.execute(insert(model.__table__), values)
     return run_ids
 
 
-def _log_runs_with_client(client, info, job, runs, sha, now, result_sha=None):
+def _log_runs_with_client(client, info, job, runs, sha, now, result_sha=None, dataset=None):
     """Client calls, one run at a time (stores that are not SQL databases)."""
     run_ids = []
     with _terminate_as_failed_on_signal():
@@ -317,6 +359,8 @@ def _log_runs_with_client(client, info, job, runs, sha, now, result_sha=None):
             run_id = created.info.run_id
             try:
                 _log_batch(client, run_id, metrics=metrics, params=params)
+                if dataset is not None:
+                    _retry(client.log_inputs, run_id, [DatasetInput(dataset, TRAINING)])
                 for path, text in run.get("artifacts", {}).items():
                     _retry(client.log_text, run_id, text, path)
             except BaseException:
@@ -328,7 +372,7 @@ def _log_runs_with_client(client, info, job, runs, sha, now, result_sha=None):
     return run_ids
 
 
-def log_configurations(info, job, runs, bulk=True, result_sha=None):
+def log_configurations(info, job, runs, bulk=True, result_sha=None, dataset=None):
     """Log one job's configurations as child runs of the experiment.
 
     Parameters
@@ -348,6 +392,9 @@ def log_configurations(info, job, runs, bulk=True, result_sha=None):
         SHA-256 of the runs file they were read from: tagged ``result.sha`` on
         each run and, once all are in, ``dpcd.ingested.<job>`` on the parent
         (see :func:`ingested_jobs`).
+    dataset : mlflow.entities.Dataset, optional
+        The experiment's dataset, as :func:`log_dataset` logged it: each run's
+        training input.
 
     Returns
     -------
@@ -365,9 +412,10 @@ def log_configurations(info, job, runs, bulk=True, result_sha=None):
     now = int(time.time() * 1000)
     if bulk and uri.startswith(("sqlite:", "postgresql", "mysql", "mssql")):
         artifact_root = client.get_experiment(info["experiment_id"]).artifact_location
-        run_ids = _retry(_insert_runs, uri, artifact_root, info, job, runs, sha, now, result_sha)
+        run_ids = _retry(_insert_runs, uri, artifact_root, info, job, runs, sha, now, result_sha,
+                         dataset)
     else:
-        run_ids = _log_runs_with_client(client, info, job, runs, sha, now, result_sha)
+        run_ids = _log_runs_with_client(client, info, job, runs, sha, now, result_sha, dataset)
     if result_sha:
         # after the runs: a kill in between only costs the next rerun an ingestion
         _retry(client.set_tag, info["parent_run_id"], INGESTED + job, result_sha)

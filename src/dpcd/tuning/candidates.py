@@ -4,7 +4,7 @@ A candidate of repeat-and-select (:mod:`dpcd.tuning.calibration`) must be a
 training whose Rényi DP the RDP accountant knows.  :func:`refusal` says
 which solvers cannot be one at all (their spec says why);
 :func:`candidate_spec` reads the event of a configuration off its
-*calibrated ledger* (the workflow's ``algorithm.calibrate``, or the
+*calibrated ledger* (the workflow's ``algorithm.privacy.calibrate``, or the
 estimator's data-free calibration, :func:`calibrated_ledger`) and refuses,
 with the reason, every other: so the workflow's ``search: private`` and
 :class:`dpcd.PrivateSearch` accept exactly the same trainings.  Accepted:
@@ -47,8 +47,8 @@ def refusal(solver):
     if solver not in algorithms.names(private=True):
         return "it is not a private solver"
     spec = algorithms.get(solver)
-    reason = spec.private_refusal
-    if reason is None and spec.calibrate is None:
+    reason = spec.privacy.refusal
+    if reason is None and spec.privacy.calibrate is None:
         reason = "it has no calibration of its own"
     return reason
 
@@ -208,16 +208,17 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
     spec.check_neighbouring(relation)
     config = {**estimator._config(spec, epsilon), "passes": estimator.passes}
     p = n_features + bool(estimator.fit_intercept)
-    _, penalty = make_problem(estimator._loss, "l2" if spec.record_norm else estimator.penalty,
-                              estimator._internal_alpha(), estimator.l1_ratio)
+    penalty = "l2" if spec.preparation.record_norm else estimator.penalty
+    _, penalty = make_problem(estimator._loss, penalty, estimator._internal_alpha(),
+                              estimator.l1_ratio)
     probe = Probe(n_samples, p, penalty)
     extra = {}
-    if spec.smoothness == "private":  # each fit releases its own constants (not the
+    if spec.preparation.smoothness == "private":  # each fit releases its own constants (not the
         # intercept's, public), after a private feature bound without public bounds
         config["smoothness_fraction"] = float(estimator.smoothness_fraction)
         extra = {"smoothness_count": n_features, "private_bound": estimator.bounds is None}
     try:
-        return spec.calibrate(probe, config, Budget(epsilon, delta, "rdp", relation),
+        return spec.privacy.calibrate(probe, config, Budget(epsilon, delta, "rdp", relation),
                               **extra).ledger
     except ValueError as err:
         raise ValueError(f"solver={solver!r} cannot be a private-search candidate with "

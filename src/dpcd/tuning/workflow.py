@@ -102,7 +102,7 @@ def _search(spec, algorithm, problem, configs, search, score_under, epsilon, pas
     ``score_under(relation=...)`` is the score mechanism under a relation."""
     by_id = {config_id(config): config for config in configs}
     cal, specs, private_smoothness = calibrate_candidates(
-        lambda key, eps: algorithm.calibrate(problem, by_id[key],
+        lambda key, eps: algorithm.privacy.calibrate(problem, by_id[key],
                                              Budget(eps, delta, "rdp", neighbouring)).ledger,
         list(by_id), problem.n_samples, epsilon, delta, search.k_mean, search.shape,
         search.score_fraction, search.score_noise,
