@@ -449,11 +449,14 @@ def _calibrate(spec: tuple, epsilon: float, delta: float, kind: str, relation: s
     def recorded(z):
         g = gap(z)
         slopes.append((math.log(z), g))
+        if kind == "pld" and not _monotone(slopes):
+            raise _NotMonotone  # no evaluation more: the former search decides
         return g
 
     try:
-        z = search(recorded, starts, slope, rtol, Z_FLOOR[kind], MAX_STEP[kind])
-        if kind == "pld" and not _monotone(slopes):
+        try:
+            z = search(recorded, starts, slope, rtol, Z_FLOOR[kind], MAX_STEP[kind])
+        except _NotMonotone:
             z = _brent_pld(spec, epsilon, delta, relation)
     except ValueError:
         if kind == "rdp":
@@ -466,6 +469,10 @@ def _calibrate(spec: tuple, epsilon: float, delta: float, kind: str, relation: s
     if achieved > epsilon:  # unreachable; never return a z that misses the target
         raise RuntimeError(f"calibration overshoot: {achieved} > {epsilon}")
     return float(z), achieved, _local_slope(slopes, math.log(z))
+
+
+class _NotMonotone(Exception):
+    """ε_PLD rose with z among a search's evaluations."""
 
 
 def _monotone(points):
