@@ -60,6 +60,8 @@ NOT_RUN = {
     "mkdocs build --strict": "tests/test_docs.py builds the site so",
     "make ui": "a server that runs until stopped (tests/workflow/test_user_view.py opens the UI)",
     "make dry-run": "snakemake -n on config/config.yaml, as `snakemake -n` below",
+    "make defaults-suite": "a benchmark suite run by hand (bench/defaults_suite.py; "
+                           "tests/test_bench.py imports it)",
     "make lint": "snakemake --lint and snakefmt: .ci/run runs it",
     ".ci/run": "the CI itself: installs system packages as root",
     "make docs": "mkdocs serve, a server; tests/test_docs.py builds the same site strictly",
