@@ -60,3 +60,10 @@ docs: $(VENV)/.installed-docs
 clean:
 	rm -rf results/* .snakemake
 	touch results/.gitkeep
+
+# Every solver's estimator defaults against non-private and trivial predictors
+# (bench/defaults_suite.py, docs/defaults.md): the quick grid, or FULL=1 for
+# the whole one; real datasets from DPCD_DATA_MIRROR when it is set.
+.PHONY: defaults-suite
+defaults-suite: $(VENV)/.installed
+	$(BIN)/python bench/defaults_suite.py $(if $(FULL),,--quick) --search

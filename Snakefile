@@ -4,7 +4,7 @@ import os
 
 from snakemake.utils import min_version
 
-min_version("9.0")
+min_version("9.17")  # callable rule priorities
 
 
 # The embedded default, unless a --configfile was given: Snakemake would merge

@@ -16,7 +16,7 @@ Each line is a 95 % Clopper–Pearson lower bound on ε, against a claim of
   it (``diffprivlib==0.6.6 scikit-learn==1.5.2``), which draws the releases.
 
 Usage: ``python bench/bench_fp_attack.py [--dpl-python VENV/bin/python]``
-(about 20 minutes on 2 busy cores).
+(about 12 minutes on 2 busy cores).
 """
 
 import argparse

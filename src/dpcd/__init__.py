@@ -8,9 +8,9 @@ run and its privacy budget in MLflow.
 
 __version__ = "0.1.0"
 
-from dpcd.leak import PrivacyLeakWarning  # noqa: E402
+from dpcd.leak import DefaultsWarning, PrivacyLeakWarning  # noqa: E402
 
-__all__ = ["PrivacyLeakWarning", "PrivateSearch", "__version__"]
+__all__ = ["DefaultsWarning", "PrivacyLeakWarning", "PrivateSearch", "__version__"]
 
 
 def __getattr__(name):  # PrivateSearch pulls in sklearn and numba: imported when asked for

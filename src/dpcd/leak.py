@@ -1,4 +1,6 @@
-"""The warning a fit gives when it reads something off the data without noise."""
+"""The warnings a fit gives: it read something off the data without noise
+(:class:`PrivacyLeakWarning`), or its defaults do not suit it
+(:class:`DefaultsWarning`, raised by :mod:`dpcd.estimators.checks`)."""
 import warnings
 
 
@@ -9,6 +11,12 @@ class PrivacyLeakWarning(UserWarning):
     the (ε, δ) guarantee does not cover what they reveal (as diffprivlib's
     warning of the same name).
     """
+
+
+class DefaultsWarning(UserWarning):
+    """The estimator's defaults do not suit this fit (noise too large for the
+    data and budget, or data not scaled as the defaults assume); the message
+    names the setting to change (:mod:`dpcd.estimators.checks`)."""
 
 
 def warn_nonprivate(names, stacklevel=3):

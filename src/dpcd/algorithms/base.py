@@ -197,12 +197,24 @@ class Preparation:
         :func:`~dpcd.algorithms.prepare.unit_records` with a ``record_norm``,
         else :func:`~dpcd.algorithms.prepare.smooth` (constants as
         ``smoothness`` says, thresholds as ``relative_clip`` says).
+    defaults : callable, optional
+        ``defaults(n_samples, n_features, loss) -> dict``: the nominal value
+        of each hyperparameter an estimator leaves at ``"auto"``
+        (:mod:`dpcd.algorithms.defaults`), ``passes`` included.
+    prediction_noise : callable, optional
+        ``prediction_noise(problem, config, budget, private_smoothness) ->
+        float``: the standard deviation the run's calibrated noise adds to a
+        prediction of a standardised record, proportional to ``clip``; the
+        estimators' ``clip="auto"`` scales the threshold by it
+        (:func:`dpcd.algorithms.defaults.resolve_clip`).
     """
 
     smoothness: Optional[str] = "coordinate"
     record_norm: Optional[str] = None
     relative_clip: bool = False
     prepare: Optional[Callable] = None
+    defaults: Optional[Callable] = None
+    prediction_noise: Optional[Callable] = None
 
     def __post_init__(self):
         if self.prepare is None:

@@ -70,6 +70,40 @@ def run_with(problem, config, seed, smoothness, clip, calibration, secure, passe
     )
 
 
+def cd_noise(datafit, smoothness, step, noise_std, updates):
+    """Standard deviation of the noise in a prediction after coordinate descent
+    with steps ``step / M_j``, gradient noise of std ``noise_std[j]`` and
+    ``updates`` updates of each coordinate (:mod:`dpcd.algorithms.defaults`).
+
+    An update adds ``step sigma_j xi / M_j`` to w_j. When the threshold is
+    below the gradients' scale (where the noise rule acts), clipping bounds
+    the pull back towards the minimiser, so the noise is counted as a random
+    walk: variance ``updates step^2 sigma_j^2 / M_j^2``; a standardised
+    record has ``E[x_j^2] = M_j / c`` (``c`` the loss's constant of a unit
+    feature), so a prediction's noise variance is
+    ``updates step^2 / c sum_j sigma_j^2 / M_j``.
+    """
+    c = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
+    M = np.asarray(smoothness, dtype=float)
+    var = updates * float(step) ** 2 / c * np.sum(np.asarray(noise_std, dtype=float) ** 2 / M)
+    return float(np.sqrt(var))
+
+
+def nominal(n_samples, n_features, loss):
+    """DP-CD's nominal hyperparameters: the theory's steps ``1 / M_j`` (Theorem
+    3.3), a threshold of one root mean square of each feature's gradient at a
+    unit residual or margin (``clip`` is relative), and 10 passes."""
+    return {"step": 1.0, "clip": 1.0, "passes": 10}
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None):
+    """:func:`cd_noise` of a DP-CD run with exact constants."""
+    clip = coordinate_clip(problem.smoothness, config["clip"])
+    calibration, _ = calibrate_clipped(problem, config, clip, budget.epsilon, budget)
+    return cd_noise(problem.datafit, problem.smoothness, config["step"],
+                    calibration.noise_scales, config["passes"])
+
+
 def calibrate(problem, config, budget):
     """The noise of one DP-CD configuration (exact smoothness constants)."""
     clip = coordinate_clip(problem.smoothness, config["clip"])
@@ -95,7 +129,8 @@ SPEC = Algorithm(
     losses=("squares", "logistic"),
     privacy=Privacy(calibrate=calibrate, relations=privacy.MEAN_RELATIONS, secure=True,
                     candidate=True),
-    preparation=Preparation(relative_clip=True),
+    preparation=Preparation(relative_clip=True, defaults=nominal,
+                            prediction_noise=prediction_noise),
     runtime=Runtime(family="dp_cd", warm=warmup.dp_cd,
                     step_cost_ns={"dense": 1.47, "sparse": 43.9}),
 )

@@ -16,7 +16,8 @@ from dpcd.algorithms.base import (
     Privacy,
     Runtime,
 )
-from dpcd.algorithms.dp_cd import calibrate_clipped, coordinate_clip, run_with
+from dpcd.algorithms.dp_cd import (calibrate_clipped, cd_noise, coordinate_clip, nominal,
+                                   run_with)
 from dpcd.solvers import warmup
 
 SMOOTHNESS_FRACTION = Hyperparameter(
@@ -49,6 +50,18 @@ def run(problem, config, seed, budget, private_smoothness=None):
     estimate_ledger = privacy.Ledger.from_dict(private_smoothness["ledger"])
     ledger = privacy.Ledger.combine([estimate_ledger, calibration.ledger], algorithm="dp_cd_p")
     return result, ledger
+
+
+def prediction_noise(problem, config, budget, private_smoothness):
+    """:func:`~dpcd.algorithms.dp_cd.cd_noise` of the run at its released
+    constants and its share of epsilon."""
+    smoothness = np.asarray(private_smoothness["smoothness"], dtype=np.float64)
+    fraction = private_smoothness["smoothness_fraction"]
+    clip = coordinate_clip(smoothness, config["clip"])
+    calibration, _ = calibrate_clipped(problem, config, clip,
+                                       (1.0 - fraction) * budget.epsilon, budget)
+    return cd_noise(problem.datafit, smoothness, config["step"], calibration.noise_scales,
+                    config["passes"])
 
 
 def calibrate(problem, config, budget, smoothness_count=None, private_bound=False):
@@ -96,6 +109,7 @@ SPEC = Algorithm(
     # event (dpcd.tuning.candidates), not the per-seed estimate of the grid runs
     privacy=Privacy(calibrate=calibrate, relations=privacy.MEAN_RELATIONS, secure=True,
                     candidate=True),
-    preparation=Preparation(smoothness="private", relative_clip=True),
+    preparation=Preparation(smoothness="private", relative_clip=True, defaults=nominal,
+                            prediction_noise=prediction_noise),
     runtime=Runtime(family="dp_cd", warm=warmup.dp_cd, step_cost_ns={"dense": 1.85}),
 )

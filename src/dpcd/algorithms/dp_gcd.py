@@ -7,6 +7,7 @@ P. Mangold, A. Bellet, J. Salmon, M. Tommasi. "High-Dimensional Private
 Empirical Risk Minimization by Greedy Coordinate Descent", AISTATS 2023.
 https://arxiv.org/abs/2207.01560
 """
+import numpy as np
 import scipy.sparse as sp
 
 from dpcd import privacy, solvers
@@ -20,7 +21,7 @@ from dpcd.algorithms.base import (
     Runtime,
     choice,
 )
-from dpcd.algorithms.dp_cd import coordinate_clip
+from dpcd.algorithms.dp_cd import cd_noise, coordinate_clip
 from dpcd.solvers import warmup
 from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
@@ -77,6 +78,28 @@ def _calibrate(problem, config, budget):
     return sec.calibration, sec
 
 
+def nominal(n_samples, n_features, loss):
+    """DP-GCD's nominal hyperparameters: steps ``1 / M_j``, DP-CD's relative
+    threshold, and two greedy iterations per coordinate (intercept included),
+    at most :data:`MAX_ITERATIONS` (its noise grows with the iterations, and
+    a sparse solution needs fewer)."""
+    return {"step": 1.0, "clip": 1.0, "passes": min(2 * (n_features + 1), MAX_ITERATIONS)}
+
+
+MAX_ITERATIONS = 200
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None):
+    """:func:`~dpcd.algorithms.dp_cd.cd_noise` of the Laplace gradient noise
+    (variance ``2 lambda_j^2``) of T greedy updates, ``T / p`` per coordinate
+    on average (the selection's noise is not counted)."""
+    calibration = calibrate(problem, config, budget)
+    scales = np.broadcast_to(np.asarray(calibration.noise_scales, dtype=float),
+                             problem.smoothness.shape)
+    return cd_noise(problem.datafit, problem.smoothness, config["step"],
+                    np.sqrt(2.0) * scales, int(config["passes"]) / problem.n_features)
+
+
 def run(problem, config, seed, budget, private_smoothness=None):
     """DP-GCD (Mangold et al. 2023, Algorithm 1 / Appendix C) with exact smoothness.
 
@@ -109,7 +132,8 @@ SPEC = Algorithm(
     penalties=("l1", "l2", "none"),
     privacy=Privacy(calibrate=calibrate, relations=privacy.MEAN_RELATIONS, secure=True,
                     candidate=True, paper_bound_invalid=True),
-    preparation=Preparation(relative_clip=True),
+    preparation=Preparation(relative_clip=True, defaults=nominal,
+                            prediction_noise=prediction_noise),
     runtime=Runtime(family="dp_gcd", warm=warmup.dp_gcd,
                     step_cost_ns={"dense": 0.745, "sparse": 20.5}),
 )

@@ -13,6 +13,7 @@ References
 G. Damaskinos, C. Mendler-Dünner, R. Guerraoui, N. Papandreou, T. Parnell.
 "Differentially Private Stochastic Coordinate Descent", AAAI 2021.
 """
+import math
 from functools import partial
 
 from dpcd import privacy, solvers
@@ -28,6 +29,7 @@ from dpcd.algorithms.base import (
     positive_int,
 )
 from dpcd.algorithms.prepare import unit_records
+from dpcd.problems._jit import SQUARES
 from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter(
@@ -69,6 +71,39 @@ def calibrate(problem, config, budget, variant):
     )
 
 
+def nominal(n_samples, n_features, loss, variant="dual"):
+    """DP-SCD's nominal hyperparameters: threshold 1 (the range of a logistic
+    or hinge dual variable; a standardised target's residual) and one pass
+    (every pass adds its noise to the shared vector, which no later update
+    removes); dual batches of about sqrt(n) records (the noise of a batch is
+    shared by its updates), seq and primal batches of one record or
+    coordinate (Lemmas 4 and 5: the sensitivity grows with the batch).
+    """
+    batch = max(1, round(math.sqrt(n_samples))) if variant == "dual" else 1
+    return {"clip": 1.0, "batch_size": batch, "passes": 1}
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None, variant="dual"):
+    """Standard deviation of the noise in a prediction at the run's end.
+
+    Dual and seq: each of the T iterations adds ``N(0, s^2)`` to every entry
+    of ``v``, which no update removes, and ``theta = v / (lambda N)``: a
+    record of norm <= 1 gets a prediction noise of std at most ``s sqrt(T) /
+    (lambda N)``. Primal: each coordinate of ``theta`` gets ``N(0, s^2)`` at
+    each of its ``passes`` updates (clipped at C, they cannot undo noise of
+    scale s > C), and records have norm ``1 / sqrt(N)``: ``s sqrt(passes /
+    N)``.
+    """
+    calibration = calibrate(problem, config, budget, variant)
+    s = float(calibration.noise_scales)
+    n = problem.n_samples
+    if variant == "primal":
+        return s * math.sqrt(config["passes"] / n)
+    alpha = float(problem.penalty.params[0])
+    lam = 0.5 * alpha if problem.datafit.code == SQUARES else alpha  # the kernel's
+    return s * math.sqrt(calibration.steps) / (lam * n)
+
+
 def run(problem, config, seed, budget, private_smoothness=None, variant="dual"):
     """DP-SCD ``variant`` with its calibration; the solver samples as the budget
     was accounted, or does not run."""
@@ -96,7 +131,9 @@ def _spec(name, variant, description, step_cost_ns=None, losses=LOSSES, **privac
                        else privacy.DP_SCD_RELATIONS),
             sampling=_sampling({}, variant), **privacy_kw),
         preparation=Preparation(smoothness=None, prepare=unit_records,
-                                record_norm="columns" if variant == "primal" else "rows"),
+                                record_norm="columns" if variant == "primal" else "rows",
+                                defaults=partial(nominal, variant=variant),
+                                prediction_noise=partial(prediction_noise, variant=variant)),
         runtime=Runtime(family="dp_scd", warm=warmup.dp_scd, step_cost_ns=step_cost_ns or {}))
 
 

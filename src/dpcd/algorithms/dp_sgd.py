@@ -1,6 +1,10 @@
 """Proximal DP-SGD with Poisson-sampled batches (the DP-CD and DP-GCD papers'
 baseline), calibrated under the budget's relation (sensitivity C, or 2C
 replace-one)."""
+import math
+
+import numpy as np
+
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import (
     CLIP,
@@ -13,6 +17,7 @@ from dpcd.algorithms.base import (
     Runtime,
     positive_int,
 )
+from dpcd.algorithms.defaults import SGD_STEPS_PER_PASS
 from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter("batch_size", INT_GRID, positive_int, default=[1])
@@ -31,6 +36,34 @@ def calibrate(problem, config, budget):
         problem.n_samples, int(config.get("batch_size", 1)), config["passes"],
         config["clip"], budget.epsilon, budget.delta, accountant=budget.accountant,
         relation=budget.neighbouring)
+
+
+def nominal(n_samples, n_features, loss):
+    """DP-SGD's nominal hyperparameters: the step ``1 / beta`` of smooth
+    gradient descent, threshold 1, 10 passes of about
+    :data:`~dpcd.algorithms.defaults.SGD_STEPS_PER_PASS` steps each (batches
+    of ``n / 20``: a batch's noise is averaged over its records, and fewer,
+    larger steps pay for less of it)."""
+    batch = max(1, math.ceil(n_samples / SGD_STEPS_PER_PASS))
+    return {"step": 1.0, "clip": 1.0, "batch_size": batch, "passes": 10}
+
+
+def prediction_noise(problem, config, budget, private_smoothness=None):
+    """Standard deviation of the noise in a prediction after a DP-SGD run.
+
+    Each of the T steps adds ``eta sigma xi / b`` (``eta = step / beta``,
+    ``sigma`` the std on the clipped sum, ``b`` the expected batch) to every
+    coordinate. When the threshold is below the gradients' scale (where the
+    noise rule acts), clipping bounds the pull back, so the noise is counted
+    as a random walk: a standardised record (d coordinates of mean square 1,
+    intercept included) gets a prediction noise of variance
+    ``T d (eta sigma / b)^2``.
+    """
+    calibration = calibrate(problem, config, budget)
+    beta = 1.0 if problem.global_smoothness is None else problem.global_smoothness
+    b = float(config.get("batch_size", 1))
+    per_step = float(config["step"]) / beta * float(calibration.noise_scales) / b
+    return float(np.sqrt(calibration.steps * problem.n_features) * per_step)
 
 
 def run(problem, config, seed, budget, private_smoothness=None):
@@ -89,7 +122,8 @@ SPEC = Algorithm(
     check=check,
     privacy=Privacy(calibrate=calibrate, relations=privacy.DP_SGD_RELATIONS,
                     sampling="poisson", candidate=True),
-    preparation=Preparation(smoothness="global"),
+    preparation=Preparation(smoothness="global", defaults=nominal,
+                            prediction_noise=prediction_noise),
     runtime=Runtime(family="dp_sgd", warm=warmup.dp_sgd, run_many=run_many,
                     step_cost_ns={"dense": 5.1, "sparse": 176}),
 )

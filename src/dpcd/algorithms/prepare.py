@@ -17,7 +17,8 @@ import scipy.sparse as sp
 
 from dpcd import privacy
 from dpcd.algorithms.problem import SweepProblem
-from dpcd.privacy.bounds import private_feature_bound
+from dpcd.privacy.bounds import private_feature_bound, secure_feature_bound
+from dpcd.privacy.smoothness import pooled_smoothness
 from dpcd.problems import make_problem
 
 
@@ -50,6 +51,9 @@ class Fit:
     smoothness_fraction : float
         Share of ``epsilon`` for privately released smoothness constants.
     noise : {"fast", "secure"}
+    auto : frozenset of str
+        Hyperparameters the user left at ``"auto"`` (their nominal values are
+        in ``config``; :mod:`dpcd.algorithms.defaults`).
     streams : callable
         ``streams() -> (solver, smoothness)``: the fit's two
         ``numpy.random.SeedSequence`` streams, drawn when first asked for
@@ -69,6 +73,7 @@ class Fit:
     smoothness_fraction: float = 0.1
     noise: str = "fast"
     streams: Callable = None
+    auto: frozenset = frozenset()
 
     @property
     def problem_alpha(self):
@@ -237,21 +242,24 @@ def private_smoothness(X, datafit, fit, rng, bound):
     """Release the M_j privately with ``smoothness_fraction * epsilon`` (App. F).
 
     Without a public ``bound``, half of that share first releases one
-    (:func:`dpcd.privacy.bounds.private_feature_bound`; not in the secure
-    noise mode, whose exact samplers do not cover it).
+    (:func:`dpcd.privacy.bounds.private_feature_bound`, or in the secure
+    noise mode :func:`~dpcd.privacy.bounds.secure_feature_bound`). With ``step`` left at
+    ``"auto"`` the constants are then pooled and raised
+    (:func:`dpcd.privacy.smoothness.pooled_smoothness`, post-processing).
     """
     eps_smooth, _ = privacy.split_smoothness_budget(fit.epsilon, fit.smoothness_fraction)
     ledgers = []
     if bound is None:
-        if fit.noise == "secure":
-            raise ValueError("noise='secure' needs public bounds: the private "
-                             "release of a bound has no exact sampler; give bounds")
         eps_smooth /= 2.0
-        b, ledger = private_feature_bound(X, eps_smooth, rng)
+        b, ledger = (secure_feature_bound(X, eps_smooth) if fit.noise == "secure"
+                     else private_feature_bound(X, eps_smooth, rng))
         bound = np.full(X.shape[1], b)
         ledgers.append(ledger)
     M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
                                             feature_bound=bound, noise=fit.noise)
+    if "step" in fit.auto:  # steps from constants noise cannot make too small
+        mech = ledger.mechanisms[0]
+        M = pooled_smoothness(M, mech.noise_scale, np.asarray(mech.sensitivity) * X.shape[0])
     ledger = privacy.Ledger.combine(ledgers + [ledger], algorithm=ledger.algorithm)
     return {"smoothness": M, "smoothness_fraction": fit.smoothness_fraction,
             "ledger": ledger.to_dict()}

@@ -28,9 +28,28 @@ base measure, log-normal around 1 with a standard deviation of 4 octaves:
 probabilities ∝ μ(θ) exp(ε u(θ) / (2 Δ)), still ε-DP since μ does not
 depend on the data; with little data the release falls back towards 1, the
 scale of standardised features.
+
+Secure mode (:func:`secure_feature_bound`): the same law, drawn exactly
+from the keyed stream (:mod:`dpcd.privacy.keystream`) by rejection.  The
+base measure is a discrete Gaussian over the grid's index k (θ = 2^(k/4)),
+of standard deviation 4 × PRIOR_OCTAVES = 16 steps, restricted to
+-80..80: exactly μ above, drawn by :func:`dpcd.privacy.exact.discrete_gaussian`.
+A proposal k is accepted with probability exp(-a m_k), m_k = |2 c_k - n| -
+min_k' |2 c_k' - n| (an integer: the utility's gap to the grid's best, in
+half-counts), a = ε/4 (the utility is m/2, Δ = 1), as the event
+{G ≥ m_k} of an exact geometric G of parameter p (P(G ≥ m) = (1 - p)^m).
+Accepted draws have probabilities ∝ μ(θ) exp(-a m_θ), the exponential
+mechanism's (the best utility only normalises).  p is 1 - e^(-a) computed
+in floating point and lowered by a relative 2^-40, far beyond the error of
+``expm1``: 1 - p ≥ e^(-a), so the mechanism run is the exponential
+mechanism at some ε' ≤ ε, and the ledger's ε line bounds it.  The release
+is a grid point, a function of the integer k only.  The secure mode takes
+the median (q = 1/2), whose utility is an integer number of half-counts.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,7 +57,8 @@ import scipy.sparse as sp
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import check_epsilon, check_n
 
-GRID = 2.0 ** (np.arange(-80, 81) / 4.0)
+GRID_STEPS = 80  # the grid's indices k run from -GRID_STEPS to GRID_STEPS
+GRID = 2.0 ** (np.arange(-GRID_STEPS, GRID_STEPS + 1) / 4.0)
 DEFAULT_QUANTILE = 0.5
 FACTOR = 2.0  # b = FACTOR * the released quantile
 # Public base measure over GRID: log-normal around 1 (standardised data), with
@@ -113,6 +133,53 @@ def private_feature_bound(X, epsilon, rng, quantile=DEFAULT_QUANTILE,
     probabilities = bound_probabilities(row_max, epsilon, quantile, relation)
     bound = FACTOR * float(GRID[rng.choice(GRID.size, p=probabilities)])
     return bound, feature_bound_ledger(n, epsilon, quantile, relation)
+
+
+def secure_feature_bound(X, epsilon, relation="replace_one", state=None):
+    """:func:`private_feature_bound` in the secure mode (the median; see the
+    module docstring): exact draws from a keyed stream, no seed recorded.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix, shape (n_samples, n_features)
+    epsilon : float
+        ε spent (pure DP).
+    relation : {"replace_one", "add_or_remove_one"}
+    state : ndarray, optional
+        A :mod:`dpcd.privacy.keystream` state (tests); None: a fresh one
+        keyed from the OS, dropped after the draw.
+
+    Returns
+    -------
+    bound : float
+    ledger : Ledger
+        As :func:`private_feature_bound`'s, marked secure.
+    """
+    from dpcd.privacy import exact, keystream
+
+    epsilon = check_epsilon(epsilon)
+    n = check_n(X.shape[0])
+    row_max = np.sort(abs(X).max(axis=1).toarray().ravel() if sp.issparse(X)
+                      else np.abs(np.asarray(X, dtype=float)).max(axis=1))
+    gaps = np.abs(2 * np.searchsorted(row_max, GRID, side="right") - n)
+    gaps = gaps - gaps.min()  # m_k, integers >= 0
+    p = -np.expm1(-epsilon / 4.0) * (1.0 - 2.0 ** -40)  # 1 - p >= e^(-eps/4)
+    if state is None:
+        state = keystream.new_state()
+    sigma = 4.0 * PRIOR_OCTAVES
+    while True:
+        k = int(exact.discrete_gaussian(state, sigma))
+        if abs(k) > GRID_STEPS:
+            continue
+        m = int(gaps[k + GRID_STEPS])
+        if m == 0 or exact.geometric(state, p) >= m:
+            break
+    ledger = feature_bound_ledger(n, epsilon, DEFAULT_QUANTILE, relation)
+    mech = dataclasses.replace(ledger.mechanisms[0], kind="exponential",
+                               note=ledger.mechanisms[0].note + "; secure: exact rejection "
+                               "sampling from a keyed stream")
+    ledger = dataclasses.replace(ledger, mechanisms=[mech], noise="secure")
+    return FACTOR * float(GRID[k + GRID_STEPS]), ledger
 
 
 def feature_bound_ledger(n, epsilon, quantile=DEFAULT_QUANTILE, relation="replace_one"):

@@ -77,9 +77,9 @@ GUARANTEES = {
 RESOLUTION = 1000
 
 # Whether the private feature-bound release (dpcd.privacy.bounds) has a
-# secure mode: without one a secure fit needs public bounds. (Whether a
-# solver has one is its spec's ``privacy.secure``.)
-SECURE_FEATURE_BOUND = False
+# secure mode (secure_feature_bound): without one a secure fit needs public
+# bounds. (Whether a solver has one is its spec's ``privacy.secure``.)
+SECURE_FEATURE_BOUND = True
 
 # Accountants the secure mode can use: RDP bounds the discrete Gaussian
 # (Canonne et al. 2020), PLD accounts it exactly; "paper" reports RDP's ε

@@ -157,6 +157,46 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
     return np.clip(noisy, floor * bounds, bounds), ledger
 
 
+def pooled_smoothness(M, noise_scales, bounds, floor=DEFAULT_FLOOR, margin=2.0):
+    """Released constants turned into step denominators noise cannot make too
+    small (post-processing, free).
+
+    A constant released too small gives a step too large (beyond twice
+    ``1 / M_j`` coordinate descent diverges); one released too large only
+    slows it down. So the released ``M_j`` (Laplace noise of variance
+    ``v_j = 2 lambda_j^2``) are shrunk towards their inverse-variance
+    weighted mean as an empirical-Bayes (James-Stein) estimator would, by the
+    weight ``s^2 / (s^2 + v_j)`` with ``s^2`` the spread of the releases in
+    excess of their noise (0 when the features are standardised: the mean
+    alone), and raised by ``margin`` standard errors of that estimate;
+    clamped to ``[floor b_j, b_j]`` as the release is.
+
+    Parameters
+    ----------
+    M : array_like, shape (p,)
+        The released constants.
+    noise_scales : float or array_like, shape (p,)
+        Their Laplace scales lambda_j (the ledger's).
+    bounds : float or array_like, shape (p,)
+        Their bounds b_j.
+    floor, margin : float
+
+    Returns
+    -------
+    numpy.ndarray, shape (p,)
+    """
+    M = np.asarray(M, dtype=float)
+    var = 2.0 * np.broadcast_to(np.asarray(noise_scales, dtype=float), M.shape) ** 2
+    bounds = np.broadcast_to(np.asarray(bounds, dtype=float), M.shape)
+    weights = 1.0 / var
+    mean = np.sum(weights * M) / np.sum(weights)
+    spread = max(0.0, float(np.var(M)) - float(np.mean(var)))
+    keep = spread / (spread + var)
+    shrunk = mean + keep * (M - mean)
+    se = np.sqrt(keep * var + (1.0 - keep) ** 2 / np.sum(weights))
+    return np.clip(shrunk + margin * se, floor * bounds, bounds)
+
+
 def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None, noise="fast"):
     """Private smoothness constants of a linear model's datafit (Section 5.2).
 

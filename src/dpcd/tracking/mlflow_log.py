@@ -2,7 +2,8 @@
 
 Layout (kept usable when a sweep has thousands of configurations):
 
-- one MLflow experiment per config experiment (``dpcd/<name>``);
+- one MLflow experiment per config experiment (``<prefix><name>``, the
+  prefix per config file: ``dpcd/`` for the embedded default);
 - one parent run per experiment (tag ``dpcd.role=parent``), which receives
   the tables and figures of the aggregation stage;
 - one child run per configuration (solver x hyperparameters x passes x

@@ -206,7 +206,7 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
         raise ValueError("noise: private search runs with noise='fast' only")
     relation = _relation(estimator)
     spec.check_neighbouring(relation)
-    config = {**estimator._config(spec, epsilon), "passes": estimator.passes}
+    config = estimator._config(spec, n_samples, n_features)
     p = n_features + bool(estimator.fit_intercept)
     penalty = "l2" if spec.preparation.record_norm else estimator.penalty
     _, penalty = make_problem(estimator._loss, penalty, estimator._internal_alpha(),

@@ -46,7 +46,7 @@ import warnings
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from dpcd.leak import PrivacyLeakWarning
+from dpcd.leak import DefaultsWarning, PrivacyLeakWarning
 from dpcd.tuning.calibration import calibrate_candidates
 from dpcd.tuning.candidates import calibrated_ledger, check_trained
 from dpcd.tuning.draws import candidate_entropy, draw_search, grid_configurations, validation_split
@@ -129,6 +129,7 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
             random_state=int.from_bytes(fit_ss.generate_state(2).tobytes(), "little"))
         with warnings.catch_warnings():  # named once, by the caller, from the ledger
             warnings.simplefilter("ignore", PrivacyLeakWarning)
+            warnings.simplefilter("ignore", DefaultsWarning)  # candidates, not the release
             est.fit(X_fit, y_fit)
         spec = specs[tuple(sorted(config.items()))][0]
         check_trained(est.privacy_ledger_, X_fit.shape[0], spec,
