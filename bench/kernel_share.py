@@ -40,15 +40,20 @@ def rule_sums(workdir):
     """{rule: (jobs, wall s, CPU s)} from Snakemake's benchmark files."""
     out = {}
     root = os.path.join(workdir, "results/benchmarks")
-    for rule in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+    for entry in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        # a rule's jobs in its folder, a rule of one job in <rule>.tsv
+        paths = (glob.glob(os.path.join(root, entry, "**/*.tsv"), recursive=True)
+                 if os.path.isdir(os.path.join(root, entry)) else [os.path.join(root, entry)])
         jobs = wall = cpu = 0.0
-        for path in glob.glob(os.path.join(root, rule, "**/*.tsv"), recursive=True):
+        for path in paths:
             with open(path) as fh:
                 for row in csv.DictReader(fh, delimiter="\t"):
                     jobs += 1
                     wall += float(row["s"])
                     cpu += float(row.get("cpu_time") or 0.0)
-        out[rule] = (int(jobs), wall, cpu)
+        rule = entry[:-4] if entry.endswith(".tsv") else entry
+        jobs0, wall0, cpu0 = out.get(rule, (0, 0.0, 0.0))
+        out[rule] = (jobs0 + int(jobs), wall0 + wall, cpu0 + cpu)
     return out
 
 
@@ -87,7 +92,8 @@ def main():
     if not n_jobs:
         print(f"{args.workdir}: no overhead ledgers under results/", file=sys.stderr)
         return 1
-    print(f"\n{n_jobs} solve jobs' overhead ledgers (s; share of the run's CPU):")
+    print(f"\n{n_jobs} solve jobs' overhead ledgers (s; share of the run's CPU), "
+          f"inside {ledgers.pop('wall', 0.0):.1f} s of their wall:")
     for key in sorted(ledgers, key=ledgers.get, reverse=True):
         print(f"  {key:12} {ledgers[key]:9.1f}  {ledgers[key] / total:6.1%}")
     rules = rule_sums(args.workdir)

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -53,12 +54,16 @@ COVERED_BY_WORKFLOW_TESTS = ("the same snakemake run, on the tiny config: "
                              "tests/workflow/test_workflow.py")
 NOT_RUN = {
     "make run": COVERED_BY_WORKFLOW_TESTS,
+    "make defaults-suite": "a benchmark of minutes to hours: tests/test_bench.py imports "
+                           "bench/defaults_suite.py, tests/test_defaults.py checks its claims",
     "cp -r tests/outside_solver my_solvers": "what SETUP does for the page's examples",
     "make test": "the whole suite; this test is part of it",
     "python -m pytest tests/test_doc_examples.py -x -q": "this test",
     "mkdocs build --strict": "tests/test_docs.py builds the site so",
     "make ui": "a server that runs until stopped (tests/workflow/test_user_view.py opens the UI)",
     "make dry-run": "snakemake -n on config/config.yaml, as `snakemake -n` below",
+    "make defaults-suite": "a benchmark suite run by hand (bench/defaults_suite.py; "
+                           "tests/test_bench.py imports it)",
     "make lint": "snakemake --lint and snakefmt: .ci/run runs it",
     ".ci/run": "the CI itself: installs system packages as root",
     "make docs": "mkdocs serve, a server; tests/test_docs.py builds the same site strictly",
@@ -178,7 +183,7 @@ def how(command):
         return "dpcd", tuple(argv)
     if argv[0] in ("snakemake", ".venv/bin/snakemake") and "..." not in argv \
             and not any("<" in arg for arg in argv):
-        return "dry-run", ("snakemake", "-n", *argv[1:])
+        return "dry-run", ("snakemake", *(() if "-n" in argv else ("-n",)), *argv[1:])
     return None, None
 
 
@@ -322,8 +327,19 @@ def test_options_named_in_prose_exist():
 
 @pytest.mark.parametrize("argv", DRY_RUNS, ids=" ".join)
 def test_snakemake_commands_plan(argv, clone):
+    if "config/profiles/slurm" in argv:
+        pytest.importorskip("snakemake_executor_plugin_slurm")
     code, out = _run(argv, str(clone))
     assert code == 0, f"{' '.join(argv)} failed:\n{out[-3000:]}"
+    if "--default-resources" in argv:
+        # a command-line list replaces the profile's: it must keep mem_mb and runtime
+        profile = yaml.safe_load((clone / "config/profiles/slurm/config.yaml").read_text())
+        wanted = profile["default-resources"]["mem_mb"]
+        resources = re.findall(r"^\s+resources: (.*)$", out, flags=re.M)
+        assert resources, out[-3000:]
+        for line in resources:
+            assert "runtime=" in line and int(re.search(r"mem_mb=(\d+)", line).group(1)) >= wanted, \
+                f"{' '.join(argv)} drops the profile's resources: {line}"
 
 
 # ------------------------------------------------------ the planner's figures
@@ -375,3 +391,48 @@ def test_python_page_lists_every_dpcd_subcommand():
 
 def test_readme_is_at_most_150_lines():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 150
+
+
+# A configuration's running time has one home: docs/papers.md's Measured table
+# (earlier runs: docs/history.md). Another page stating one restates it.
+DURATION = re.compile(r"\b\d+ min\b|\b\d+ minutes\b|\b\d+ h \d+ min|"
+                      r"\b\d{1,2}:\d\d(:\d\d)? wall\b|\b\d{1,2}:\d\d[,(]| \d{1,2}:\d\d \(")
+A_RUN = re.compile(r"[a-z0-9_]+\.yaml\b|quick config|paper config|make run|snakemake --|"
+                   r"DP-[A-Z]+ quick")
+
+
+def test_configuration_run_times_live_in_the_measured_table():
+    restated = []
+    for page in [*PAGES, ROOT / "CHANGELOG.md", *(ROOT / "config").rglob("*.yaml")]:
+        if not page.exists() or page.name == "history.md":
+            continue
+        text = page.read_text()
+        if page.name == "papers.md":
+            text = re.sub(r"\n## Measured\n.*?(?=\n## )", "\n", text, flags=re.S)
+        for paragraph in re.split(r"\n\s*\n", text):
+            if (duration := DURATION.search(paragraph)) and A_RUN.search(paragraph):
+                restated.append(f"{_rel(page)}: {duration.group(0)!r} in {paragraph[:120]!r}")
+    assert not restated, ("run times outside docs/papers.md's Measured table (link to it):\n"
+                          + "\n".join(restated))
+
+
+REPO_PATH = re.compile(r"^(?:(?:src|tests|bench|workflow|config|envs|docs|\.ci)/[\w./-]+"
+                       r"|Snakefile|Makefile|mkdocs\.yml|pyproject\.toml)$")
+
+
+def test_files_the_docs_name_exist():
+    """Every repository path a page names in code (`src/...`, `tests/...`,
+    `workflow/rules/x.smk`, ...) and every top-level `NAME.md` it cites exists."""
+    missing = []
+    for page in PAGES:
+        if not page.exists():
+            continue
+        text = page.read_text()
+        for match in re.finditer(r"`([^`\n]+)`", text):
+            path = re.sub(r"::.*$", "", match.group(1).split(" ")[0].rstrip(",.;:"))
+            if REPO_PATH.match(path) and not (ROOT / path).exists():
+                missing.append(f"{_rel(page)}: {path}")
+        for name in set(re.findall(r"\b[A-Z][A-Z_]+\.md\b", text)):
+            if not (ROOT / name).exists():
+                missing.append(f"{_rel(page)}: {name}")
+    assert not missing, "pages name files the repository does not have:\n" + "\n".join(missing)

@@ -38,7 +38,8 @@ def test_outside_solver_runs_through_the_workflow(tmp_path):
     # its kernel was compiled by the warmup job, before the solve jobs
     assert "noisy_gd" in (results / ".numba_cache" / "warmup.done").read_text()
     client = MlflowClient(f"sqlite:///{results}/mlflow.db")
-    experiment = client.get_experiment_by_name(f"dpcd/{EXPERIMENT}")
+    # MLflow experiments are named per config file: dpcd/<file name>/<experiment>
+    experiment = client.get_experiment_by_name(f"dpcd/compare/{EXPERIMENT}")
     children = [r for r in client.search_runs([experiment.experiment_id])
                 if r.data.tags.get("dpcd.solver") == "noisy_gd"]
     assert len(children) == 2

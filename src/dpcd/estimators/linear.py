@@ -567,8 +567,9 @@ class DPCoordinateDescentClassifier(ClassifierMixin, _BaseDPLinear):
         + _PARAMETERS_DOC.replace("{penalty!r}", "'l2'").replace("{alpha!r}", "0.0001")
         .replace("{clip!r}", "'auto'")
         + """    loss : {"log_loss", "log", "hinge"}, default="log_loss"
-        Logistic loss (``"log_loss"``, as in scikit-learn, or ``"log"``) or hinge loss (SVM; dp_scd and seq_dp_scd only;
-        ``predict_proba`` is then unavailable).
+        Logistic loss (``"log_loss"``, as in scikit-learn, or ``"log"``) or
+        hinge loss (SVM; dp_scd and seq_dp_scd only; ``predict_proba`` is then
+        unavailable).
     classes : array-like of 2 labels, optional
         The public label set; None: {0, 1} or {-1, 1} when the labels are
         among them, else read off ``y`` (``label_set``, non-private).

@@ -7,7 +7,7 @@ what they share in :mod:`~dpcd.privacy.calibrate`), which describe the run's
 releases as ``dp_accounting`` events, search the smallest noise meeting the
 target ε at δ (RDP or PLD accountant, default the tightest valid one) and
 return a :class:`Calibration` carrying the noise scales and the
-:class:`Ledger` to log. See DESIGN.md, "Privacy conventions".
+:class:`Ledger` to log. See docs/method/privacy.md.
 """
 
 from dpcd.privacy import secure

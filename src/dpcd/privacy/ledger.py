@@ -363,7 +363,7 @@ class Ledger:
         return out
 
     def flat_tags(self) -> dict[str, str]:
-        """Tags DESIGN.md asks for, e.g. ``privacy.nonprivate_inputs``."""
+        """Tags for MLflow, e.g. ``privacy.nonprivate_inputs`` (docs/method/privacy.md)."""
         out = {
             "privacy.nonprivate_inputs": ",".join(self.nonprivate_inputs) or "none",
             "privacy.accountant": self.accountant,
