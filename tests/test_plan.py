@@ -827,3 +827,19 @@ def test_the_solve_rules_wildcards_are_the_search_modes_stages():
     p = make(config)
     for job in p.jobs():
         assert re.fullmatch(stage, p.searches[job.experiment].folder(job.stage))
+
+
+def test_workflow_path_is_from_the_workflow_and_relative_to_the_workdir(tmp_path):
+    """A repo file a config names is found from any working directory, and a
+    job's command names it without the submitting machine's paths."""
+    base, work = tmp_path / "clone", tmp_path / "runs" / "quick"
+    (base / "config").mkdir(parents=True)
+    (base / "config" / "t.csv").write_text("x\n")
+    work.mkdir(parents=True)
+    assert plan.workflow_path("config/t.csv", str(base), str(base)) == "config/t.csv"
+    rel = plan.workflow_path("config/t.csv", str(base), str(work))
+    assert rel == os.path.join("..", "..", "clone", "config", "t.csv")
+    assert (work / rel).read_text() == "x\n"
+    assert plan.workflow_path(str(base / "config" / "t.csv"), "/elsewhere") \
+        == str(base / "config" / "t.csv")
+    assert plan.workflow_path(None, str(base)) is None

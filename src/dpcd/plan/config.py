@@ -63,15 +63,26 @@ def algorithm_modules(modules, basedir):
     """``DPCD_ALGORITHMS`` for the config's ``algorithms`` (solvers from outside
     dpcd, which every job imports): ``.py`` paths made absolute (relative ones
     are from ``basedir``, the workflow's directory), joined by ``os.pathsep``."""
-    return os.pathsep.join(workflow_path(m, basedir) if m.endswith(".py") else m for m in modules)
+    return os.pathsep.join(_from_basedir(m, basedir) if m.endswith(".py") else m
+                           for m in modules)
 
 
-def workflow_path(path, basedir):
-    """A file a config names, absolute: a relative path is from ``basedir``, the
-    workflow's directory (the clone), so ``snakemake -d DIR`` finds it; None stays None."""
+def _from_basedir(path, basedir):
+    return os.path.normpath(os.path.join(basedir, os.path.expanduser(path)))
+
+
+def workflow_path(path, basedir, workdir=None):
+    """A file a config names, as a rule's input: a relative path is from
+    ``basedir``, the workflow's directory (the clone), so ``snakemake -d DIR``
+    finds it. It is given relative to ``workdir`` (the working directory), so
+    a job's command names no path of the submitting machine; an absolute path
+    stays as it is; None stays None."""
     if path is None:
         return None
-    return os.path.normpath(os.path.join(basedir, os.path.expanduser(path)))
+    path = os.path.expanduser(path)
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    return os.path.relpath(os.path.join(basedir, path), workdir or os.getcwd())
 
 
 def experiment_prefix(prefix, configfile, default_configfile):
