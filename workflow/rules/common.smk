@@ -4,10 +4,10 @@ import os
 from snakemake.logging import logger
 from snakemake.utils import validate
 
+from dpcd import plan
+from dpcd.stages.plan import plan_inputs
+
 validate(config, "../schemas/config.schema.yaml")
-
-
-include: "plan.smk"
 
 
 def workflow_path(path):
@@ -29,18 +29,11 @@ EXPERIMENT_PREFIX = plan.experiment_prefix(
 )
 
 
-def _dpcd_inputs():
-    """What dpcd gives the plan where it is importable here (dpcd.stages.plan)."""
-    try:
-        from dpcd.stages.plan import plan_inputs
-    except ImportError:  # --sdm conda: the jobs check again
-        return {}
-    return plan_inputs(
-        os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
-    )
-
-
-PLAN = plan.Plan(config, **_dpcd_inputs())
+# the dataset registry, the solver entries' checks and the solvers' facts
+PLAN = plan.Plan(
+    config,
+    **plan_inputs(os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")),
+)
 if workflow.is_main_process:  # once, before any job: not again in each job
     logger.info(PLAN.cost_summary())  # core-hours: 2 cores or 200?
     if PLAN.search_summary():  # per stage of a staged search
@@ -103,7 +96,7 @@ def problem_params(w):
 
 
 def _stage(w):
-    return w.stage[:-1] or "grid"  # "screen/" -> "screen"
+    return PLAN.folder_stage(w.experiment, w.stage)
 
 
 def solve_params(w):
@@ -128,24 +121,6 @@ def selected_results(w):
 def chunk_mlflow_runs(w):
     """Every search stage's MLflow runs files of one experiment."""
     return chunk_results(w, ".mlflow.jsonl.gz", stage=None)
-
-
-def fresh_outputs():
-    """The fresh rule's outputs, its tables in the report."""
-    outputs = PLAN.fresh_outputs()
-    kind = {"caption": "../report/table_fresh.rst", "category": "Tables"}
-    for key in ("fresh_csv", "fresh_md") if outputs else ():
-        outputs[key] = [report(p, **kind) for p in outputs[key]]
-    return outputs
-
-
-def fresh_report_outputs():
-    """The fresh_report rule's outputs, none when report.fresh_seeds is 0."""
-    outputs = PLAN.fresh_report_outputs()
-    if outputs:
-        kind = {"caption": "../report/rel_error_fresh.rst", "category": "Fresh seeds"}
-        outputs["fresh_figure"] = [report(p, **kind) for p in outputs["fresh_figure"]]
-    return outputs
 
 
 def lambda_outputs():

@@ -4,7 +4,7 @@
 # workdirs) and "screen/", "refine/" or "confirm/" for search: staged, whose
 # select rule keeps the best few after the screen (and after the refine, with
 # search_stride > 1) for the next stage. The fresh-seed stage, after the
-# aggregation, has its own rule (fresh_solve, aggregate.smk).
+# aggregation, has its own rules (fresh.smk).
 
 
 # The kernels compile once, one job at a time, before the jobs that run them:

@@ -112,6 +112,12 @@ class Plan(Costs, FreshStage):
             return self.freshes[experiment]
         return self.searches[experiment]
 
+    def folder_stage(self, experiment, folder):
+        """The solve stage whose jobs write in ``folder`` (the solve rule's
+        ``{stage}``: :meth:`.search.Search.folder`)."""
+        search = self.searches[experiment]
+        return next(stage for stage in search.stages() if search.folder(stage) == folder)
+
     def final_stage(self, experiment):
         """The stage whose runs make the experiment's tables."""
         return self.stages(experiment)[-1]

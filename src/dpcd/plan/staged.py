@@ -12,10 +12,9 @@ job follows each stage but the last (``results/selection/<experiment>/<stage>.cs
 
 from . import lattice
 from .config import solver_entry
+from .lattice import STAGES  # its stages, in order
 from .search import Search
 
-# Its stages, in order (a configuration runs only some of them: :meth:`Staged.stages`).
-STAGES = ("screen", "refine", "promote", "confirm")
 # The stages that run the first seed only (the confirm runs every seed).
 ONE_SEED_STAGES = ("screen", "refine", "promote")
 # The stages that run a prefix of each run with search_fidelity < 1.
