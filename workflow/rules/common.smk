@@ -32,7 +32,9 @@ EXPERIMENT_PREFIX = plan.experiment_prefix(
 # the dataset registry, the solver entries' checks and the solvers' facts
 PLAN = plan.Plan(
     config,
-    **plan_inputs(os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")),
+    **plan_inputs(
+        os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
+    ),
 )
 if workflow.is_main_process:  # once, before any job: not again in each job
     logger.info(PLAN.cost_summary())  # core-hours: 2 cores or 200?
@@ -121,6 +123,24 @@ def selected_results(w):
 def chunk_mlflow_runs(w):
     """Every search stage's MLflow runs files of one experiment."""
     return chunk_results(w, ".mlflow.jsonl.gz", stage=None)
+
+
+def fresh_outputs():
+    """The fresh rule's outputs, its tables in the report."""
+    outputs = PLAN.fresh_outputs()
+    kind = {"caption": "../report/table_fresh.rst", "category": "Tables"}
+    for key in ("fresh_csv", "fresh_md") if outputs else ():
+        outputs[key] = [report(p, **kind) for p in outputs[key]]
+    return outputs
+
+
+def fresh_report_outputs():
+    """The fresh_report rule's outputs, none when report.fresh_seeds is 0."""
+    outputs = PLAN.fresh_report_outputs()
+    if outputs:
+        kind = {"caption": "../report/rel_error_fresh.rst", "category": "Fresh seeds"}
+        outputs["fresh_figure"] = [report(p, **kind) for p in outputs["fresh_figure"]]
+    return outputs
 
 
 def lambda_outputs():

@@ -4,24 +4,6 @@
 # Its plan: dpcd.plan.fresh; its entry points: dpcd.stages.fresh (and solve).
 
 
-def fresh_outputs():
-    """The fresh rule's outputs, its tables in the report."""
-    outputs = PLAN.fresh_outputs()
-    kind = {"caption": "../report/table_fresh.rst", "category": "Tables"}
-    for key in ("fresh_csv", "fresh_md") if outputs else ():
-        outputs[key] = [report(p, **kind) for p in outputs[key]]
-    return outputs
-
-
-def fresh_report_outputs():
-    """The fresh_report rule's outputs, none when report.fresh_seeds is 0."""
-    outputs = PLAN.fresh_report_outputs()
-    if outputs:
-        kind = {"caption": "../report/rel_error_fresh.rst", "category": "Fresh seeds"}
-        outputs["fresh_figure"] = [report(p, **kind) for p in outputs["fresh_figure"]]
-    return outputs
-
-
 # A job re-runs a chunk of the cells its experiment's table selected, across
 # all its solvers (dpcd.plan.fresh: a cell's re-runs are often shorter than a
 # job's start-up).
