@@ -109,6 +109,11 @@ def selection_input(w):
     return optional(PLAN.selection_input(w.experiment, _stage(w)))
 
 
+def reused_runs(w):
+    """The earlier stages' tables whose first-seed runs a solve job reuses."""
+    return PLAN.reused_runs(w.experiment, w.solver, _stage(w))
+
+
 def chunk_results(w, suffix=".parquet", stage="final"):
     """Result files of one experiment's stage (default: the tables' stage)."""
     return PLAN.job_paths(suffix, [w.experiment], stage)

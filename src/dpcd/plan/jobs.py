@@ -161,6 +161,13 @@ class Plan(Costs, FreshStage):
         """The selection file a solve job of ``stage`` reads (None: none)."""
         return self.owner(experiment, stage).selection_input(stage)
 
+    def reused_runs(self, experiment, solver, stage):
+        """The tables of one solver's earlier stages whose first-seed runs a
+        solve job of ``stage`` reuses (:meth:`.search.Search.reused_stages`)."""
+        return [self.job_path(job, ".parquet")
+                for reused in self.searches[experiment].reused_stages(stage)
+                for job in self.jobs(experiment, reused) if job.solver == solver]
+
     def uses_private_smoothness(self, experiment, solver):
         """Whether the solver's jobs read the experiment's private smoothness
         estimate: its entry has a ``smoothness_fraction`` (the hyperparameter

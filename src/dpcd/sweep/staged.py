@@ -110,6 +110,29 @@ def stage_configurations(spec, configs, axes):
     return lattice.coarse(configs) if kept is None else lattice.neighbours(configs, kept)
 
 
+def with_first_seed(table, reused):
+    """A confirm job's table (the seeds after the first) with its
+    configurations' first-seed runs from the stages before (``reused``: their
+    tables), in the order of a run of every seed: per configuration, by seed.
+
+    Raises
+    ------
+    ValueError
+        If a configuration has no first-seed run among ``reused``.
+    """
+    order = {cid: k for k, cid in enumerate(pd.unique(table["config_id"]))}
+    first = pd.concat(reused, ignore_index=True) if reused else table.iloc[:0]
+    first = first[(first["seed_index"] == 0) & first["config_id"].isin(order)]
+    missing = set(order) - set(first["config_id"])
+    if missing:
+        raise ValueError(f"{len(missing)} configurations have no first-seed run in "
+                         "the tables of the stages before the confirm (reused_runs)")
+    both = pd.concat([first, table], ignore_index=True)
+    position = both["config_id"].map(order).to_numpy() * (both["seed_index"].max() + 1)
+    return both.iloc[np.argsort(position + both["seed_index"].to_numpy(),
+                                 kind="stable")].reset_index(drop=True)
+
+
 # --- the selects: the best few per (solver, epsilon, passes) ----------------------
 def _criteria(runs, select_by, prefix=False):
     """Each configuration's selection criterion (the value
