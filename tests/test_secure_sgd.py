@@ -33,7 +33,7 @@ def _kernel(X, y, *, eta, clip, grid, scale, batch_size, n_steps, seed, w0=None)
     _secure_kernel(False, np.ascontiguousarray(X), np.zeros(1), np.zeros(1, np.int32),
                    np.zeros(1, np.int32), y, W, LOGISTIC, NONE, np.zeros(2), eta, clip, grid,
                    float(batch_size), row_norms, batch_size / n, n_steps, _state(seed),
-                   scale, noise, np.zeros(p, dtype=np.int64), inclusions,
+                   scale, noise, np.zeros(p), inclusions,
                    np.zeros(0, dtype=np.int64), np.zeros((1, 1)))
     return W[0], inclusions
 
@@ -89,13 +89,14 @@ def test_rounded_sum_sensitivity_on_neighbours(m):
         w = rng.standard_normal(d) * 0.1
         sums = []
         for data, rows in ((X, np.arange(n)), (X, np.arange(1, n)), (X2, np.arange(n))):
-            qsum = np.zeros(d, dtype=np.int64)
+            qsum = np.zeros(d)
             norms = np.sqrt(np.einsum("ij,ij->i", data, data))
             rounded_sum(dense[0], np.ascontiguousarray(data), *dense[1:], y, rows, w,
                         LOGISTIC, norms, clip, grid, qsum)
             sums.append(qsum)
-        worst_remove = max(worst_remove, np.linalg.norm((sums[0] - sums[1]).astype(float)))
-        worst_replace = max(worst_replace, np.linalg.norm((sums[0] - sums[2]).astype(float)))
+        worst_remove = max(worst_remove, np.linalg.norm(sums[0] - sums[1]))
+        worst_replace = max(worst_replace, np.linalg.norm(sums[0] - sums[2]))
+    assert all(np.array_equal(q, np.round(q)) for q in sums)   # integers, exact
     assert 0.9 * m < worst_remove <= secure.lattice_sensitivity(m, 1, d)
     assert worst_replace <= secure.lattice_sensitivity(m, 2, d, records=2)
 
@@ -107,7 +108,7 @@ def test_sparse_rounded_sum_matches_dense():
     y = np.sign(rng.standard_normal(40))
     w, rows, grid = rng.standard_normal(12), np.arange(40), 1.0 / 2 ** 30
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    dense, csr = np.zeros(12, np.int64), np.zeros(12, np.int64)
+    dense, csr = np.zeros(12), np.zeros(12)
     rounded_sum(False, X, np.zeros(1), np.zeros(1, np.int32), np.zeros(1, np.int32), y, rows,
                 w, LOGISTIC, norms, 1.0, grid, dense)
     A = sparse.csr_matrix(X)

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpcd import privacy
 from dpcd.algorithms.problem import SweepProblem
+from dpcd.lazy import issparse
 from dpcd.privacy.bounds import FACTOR, private_feature_bound, secure_feature_bound
 from dpcd.privacy.smoothness import pooled_smoothness
 from dpcd.problems import make_problem
@@ -133,7 +133,7 @@ def smooth(spec, X, y, fit):
         spec.check(config, {"loss": fit.loss, "penalty": fit.penalty,
                             "n_samples": n_samples, "n_features": n_features})
     bound = check_bounds(fit.bounds, n_features)
-    if sp.issparse(X):  # M_j = c * ||X_j||^2 / n without densifying
+    if issparse(X):  # M_j = c * ||X_j||^2 / n without densifying
         per_entry = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
         smoothness = per_entry * np.asarray(X.multiply(X).sum(axis=0)).ravel() / n_samples
     else:
@@ -146,8 +146,12 @@ def smooth(spec, X, y, fit):
     if fit.fit_intercept:
         # constant feature 1: M_j = per-sample constant, known without the data
         ones = np.ones((n_samples, 1))
-        X = (sp.hstack([X, sp.csc_matrix(ones)], format="csc") if sp.issparse(X)
-             else np.hstack([X, ones]))
+        if issparse(X):
+            import scipy.sparse as sp
+
+            X = sp.hstack([X, sp.csc_matrix(ones)], format="csc")
+        else:
+            X = np.hstack([X, ones])
         smoothness = np.append(smoothness, datafit.per_sample_smoothness(
             np.ones((1, 1)))[0, 0])
     estimate = None
@@ -165,7 +169,7 @@ def smooth(spec, X, y, fit):
         X=X, y=y, datafit=datafit, penalty=penalty, smoothness=smoothness,
         global_smoothness=(datafit.global_smoothness(X) if spec.preparation.smoothness == "global"
                            else np.nan),
-        max_abs=(abs(X).max(axis=0).toarray().ravel() if sp.issparse(X)
+        max_abs=(abs(X).max(axis=0).toarray().ravel() if issparse(X)
                  else np.abs(X).max(axis=0)),
     )
     return Prepared(problem, config, estimate)

@@ -11,8 +11,11 @@ Everything random comes from a ChaCha20 keystream keyed by the OS
   are exactly those of independent Bernoulli(q) trials, in O(selected) draws;
 * **sums**: each selected record's clipped gradient (ℓ2 norm at most C) is
   rounded coordinatewise to the grid ``γ = C/m``, ``floor(g_j/γ + 1/2)``,
-  and summed as int64: the sum's sensitivity in grid steps is
-  :func:`dpcd.privacy.secure.lattice_sensitivity`;
+  and the integers are summed in float64, exactly: every partial sum and the
+  noisy sum stay below ``2⁵³`` in magnitude (:func:`run_secure` checks
+  ``n(m + 1) + K·s < 2⁵³``), and float64 loops vectorise where int64
+  conversions do not (no AVX-512 here); the sum's sensitivity in grid steps
+  is :func:`dpcd.privacy.secure.lattice_sensitivity`;
 * **noise**: one discrete Gaussian integer per coordinate and step, of scale
   ``s`` grid steps (:func:`dpcd.privacy.exact.fill_discrete_gaussian`, a few
   thousand at a time);
@@ -33,6 +36,9 @@ from dpcd.solvers._sgd_steps import (_clipped_derivative, _objectives, _predict,
 
 # discrete Gaussian draws per refill of the noise buffer (whole steps of them)
 NOISE_DRAWS = 4096
+# A noise draw beyond this many scales has probability below 2e-347 (secure.LATTICE_TAIL
+# is the accounting's cut; the float sums only need to hold what can be drawn).
+EXACT_TAIL = 40.0
 
 
 @njit(inline="always")
@@ -53,10 +59,10 @@ def _add_rounded_gradient(sparse, X, data, indices, indptr, y, i, w, qsum, dataf
     d = _clipped_derivative(datafit_code, y[i], pred, row_norm, clip) * inv_grid
     if sparse:
         for s in range(indptr[i], indptr[i + 1]):
-            qsum[indices[s]] += np.int64(np.floor(d * data[s] + 0.5))
+            qsum[indices[s]] += np.floor(d * data[s] + 0.5)
     else:
         for j in range(X.shape[1]):
-            qsum[j] += np.int64(np.floor(d * X[i, j] + 0.5))
+            qsum[j] += np.floor(d * X[i, j] + 0.5)
 
 
 @njit(cache=True, error_model="numpy")
@@ -93,8 +99,8 @@ def _secure_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
         ``s``, the discrete Gaussian's scale in grid steps.
     noise : array of int64, shape (k n_features,)
         Work buffer of the noise, ``k`` steps of it.
-    qsum : array of int64, shape (n_features,)
-        Work buffer of the integer sums, zero on entry and exit.
+    qsum : array, shape (n_features,)
+        Work buffer of the integer sums (exact in float64), zero on entry and exit.
     inclusions : array of int64, shape (n_samples,)
         Incremented by the steps each record is selected in.
     obj : array, shape (1, n_ckpt + 1)
@@ -125,8 +131,8 @@ def _secure_kernel(sparse, X, data, indices, indptr, y, W, datafit_code, penalty
             pos = _next_selected(state, full, q, pos)
         # release grid (sum + noise); the update is its post-processing
         for j in range(n_features):
-            v = grid * np.float64(qsum[j] + noise[offset + j])
-            qsum[j] = 0
+            v = grid * (qsum[j] + np.float64(noise[offset + j]))
+            qsum[j] = 0.0
             w[j] = _prox_step(w[j], v, eta, shrink, divide, batch_size, plain)
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             _objectives(sparse, X, data, indices, indptr, y, W, 1, datafit_code,
@@ -142,11 +148,15 @@ def run_secure(design, y, n_features, dcode, pcode, pparams, eta, clip, batch_si
     noise and the updates)."""
     if not np.isclose(lattice.grid * lattice.resolution, clip, rtol=1e-12):
         raise ValueError(f"the secure grid {lattice.grid!r} is not clip/m for clip={clip!r}")
+    largest = y.shape[0] * (lattice.resolution + 1.0) + EXACT_TAIL * lattice.integer_scale
+    if largest >= 2.0 ** 53:
+        raise ValueError("noise='secure': the integer sums could exceed 2**53 (too many "
+                         "records for the grid)")
     obj = np.full((1, checkpoints.shape[0] + 1), np.nan)
     W = np.zeros((1, n_features))
     _objectives(*design, y, W, 1, dcode, pcode, pparams, obj[:, 0])
     noise = np.empty(max(1, NOISE_DRAWS // n_features) * n_features, dtype=np.int64)
-    qsum = np.zeros(n_features, dtype=np.int64)
+    qsum = np.zeros(n_features)
     inclusions = np.zeros(y.shape[0], dtype=np.int64)
     args = (*design, y, W, dcode, pcode, pparams, float(eta), float(clip),
             float(lattice.grid), float(batch_size), row_norms, float(q))
