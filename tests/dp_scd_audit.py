@@ -8,10 +8,12 @@ It runs a solver, so it lives with the tests, not in :mod:`dpcd.privacy`
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from dpcd.privacy.audit import AuditResult, audit_scores
-from dpcd.privacy.scd import calibrate_dp_scd
+from dpcd.privacy.scd import calibrate_dp_scd, secure_dp_scd
 from dpcd.problems import make_problem
 from dpcd.solvers.dp_scd import dp_scd
 
@@ -30,6 +32,8 @@ def audit_dp_scd(
     seed: int = 0,
     relation: str = "replace_special",
     variant: str = "dual",
+    noise: str = "fast",
+    noise_factor: float = 1.0,
 ) -> AuditResult:
     """Audit DP-SCD with Poisson batches end to end.
 
@@ -58,6 +62,13 @@ def audit_dp_scd(
         See :func:`audit_scores`.
     relation : {"replace_special", "replace_one"}
     variant : {"dual", "seq"}
+    noise : {"fast", "secure"}
+        ``"secure"``: the noise of :func:`dpcd.privacy.scd.secure_dp_scd`,
+        the kernel's secure mode (batches and exact noise from a keystream
+        keyed by the OS: the runs do not follow ``seed``).
+    noise_factor : float
+        The runs' noise, times the calibrated one (below 1: a run that the
+        audit should catch).
 
     Returns
     -------
@@ -67,8 +78,12 @@ def audit_dp_scd(
         raise ValueError(f"release must be 'theta' or 'alpha', got {release!r}")
     if relation not in ("replace_special", "replace_one"):
         raise ValueError(f"relation must be 'replace_special' or 'replace_one', got {relation!r}")
-    cal = calibrate_dp_scd(n, 2, batch_size, clip, epsilon, delta, passes=passes,
-                           variant=variant, sampling="poisson", relation=relation)
+    calibrate = secure_dp_scd if noise == "secure" else calibrate_dp_scd
+    cal = calibrate(n, 2, batch_size, clip, epsilon, delta, passes=passes,
+                    variant=variant, sampling="poisson", relation=relation)
+    sec, cal = (cal, cal.calibration) if noise == "secure" else (None, cal)
+    if sec is not None:
+        sec = dataclasses.replace(sec, integer_scale=noise_factor * sec.integer_scale)
     X = np.zeros((n, 2))
     X[:, 1] = 1.0
     X[0] = (1.0, 0.0)
@@ -80,9 +95,9 @@ def audit_dp_scd(
     else:
         X_prime[0] = 0.0
     datafit, penalty = make_problem("squares", "l2", 1.0)
-    kw = dict(clip=clip, noise_scale=cal.noise_scales, passes=passes, batch_size=batch_size,
+    kw = dict(clip=clip, noise_scale=noise_factor * cal.noise_scales, passes=passes, batch_size=batch_size,
               variant=variant, sampling="poisson", check_input=False,
-              return_dual=release == "alpha")
+              return_dual=release == "alpha", secure=sec)
 
     def sample(rng, neighbour, size):
         Xs, ys = (X_prime, y_prime) if neighbour else (X, y)

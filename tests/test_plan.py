@@ -749,6 +749,8 @@ def test_the_fresh_stage_is_chunked_solve_jobs_after_the_aggregation():
     assert {key: report[key] for key in p.fresh_outputs()} == p.fresh_outputs()
     assert report["mlflow_runs"] == p.fresh_paths(".mlflow.jsonl.gz")
     assert report["mlflow"] == [f"results/mlflow/{n}.json" for n in names]
+    assert report["data"] == [  # the fresh runs' MLflow dataset input
+        "results/data/processed/{dataset}/{variant}.npz".format(**p.experiment(n)) for n in names]
     assert p.fresh_report_outputs() == {
         "mlflow": [f"results/mlflow/fresh/{n}.json" for n in names],
         "fresh_figure": [f"results/figures/{n}_rel_error_fresh.png" for n in names]}

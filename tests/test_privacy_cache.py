@@ -73,7 +73,7 @@ def test_any_key_change_recalibrates(cache_dir, monkeypatch, change):
     elif change == "version":
         monkeypatch.setattr(cache, "CALIBRATION_VERSION", cache.CALIBRATION_VERSION + 1)
     else:
-        monkeypatch.setattr(cache, "_DP_ACCOUNTING_VERSION", "0.0.0")
+        monkeypatch.setattr(cache, "_dp_accounting_version", lambda: "0.0.0")
     cache.cached(kind, inputs, lambda: calls.append(1) or [2.0])
     assert len(calls) == 2
     assert len(_entries(cache_dir)) == 2

@@ -151,6 +151,8 @@ def test_scaling_bounds_every_update(data):
 # ------------------------------------------------------------ sensitivity
 # noise key and buffers for direct kernel calls with noise_scale = 0 (unused)
 _NO_NOISE_STREAM = (np.uint64(0), np.empty(2), np.empty(64))
+# the kernels' secure arguments in fast mode (an empty keystream)
+_FAST = (np.zeros(0, np.uint64), 1.0, 1.0, np.zeros(0, np.int64))
 
 
 def _one_dual_batch(X, y, alpha, v, code, batch, clip, sequential, seed):
@@ -162,7 +164,7 @@ def _one_dual_batch(X, y, alpha, v, code, batch, clip, sequential, seed):
                  sequential, 1, np.random.default_rng(seed), *_NO_NOISE_STREAM,
                  np.empty(n, np.int64), np.zeros(p), np.arange(n, dtype=np.int64),
                  np.zeros(1, np.int64), np.einsum("ij,ij->i", X, X), np.empty((0, p)),
-                 np.empty(0, np.int64), np.empty(1))
+                 np.empty(0, np.int64), np.empty(1), *_FAST, np.empty(0))
     return np.concatenate([a - alpha, vv - v])
 
 
@@ -280,7 +282,7 @@ def _one_primal_batch(X, y, theta, v, code, L, C, seed):
     _primal_kernel(np.asfortranarray(X), y, t, vv, code, LAM, LAM, C, 0.0, L, 1,
                    np.random.default_rng(seed), *_NO_NOISE_STREAM,
                    np.arange(p, dtype=np.int64), np.empty(n), np.empty(p),
-                   np.einsum("ij,ij->j", X, X), np.empty(0, np.int64), np.empty(1))
+                   np.einsum("ij,ij->j", X, X), np.empty(0, np.int64), np.empty(1), *_FAST)
     return np.concatenate([t - theta, vv - v])
 
 

@@ -149,6 +149,28 @@ def test_fresh_runs_are_releases_with_their_own_ledgers(honest):
         a.path for a in client.list_artifacts(parent.info.run_id, "fresh")}
 
 
+def test_every_run_carries_its_dataset_not_its_data(honest):
+    """The parent, search and fresh runs of each experiment: one dataset input
+    each, the parent's (name, digest, source), and no rows of it in the store."""
+    client = MlflowClient(f"sqlite:///{honest[0]}/results/mlflow.db")
+    for name, dataset in (("exp_a", "lasso_a/raw"), ("exp_b", "lasso_b/raw"),
+                          ("exp_b_lam0", "lasso_b/raw")):
+        experiment = client.get_experiment_by_name(f"dpcd/{name}")
+        runs = client.search_runs([experiment.experiment_id], max_results=10_000)
+        assert {r.data.tags.get("dpcd.seed_set") for r in runs} >= {"fresh", None}
+        (parent,) = [r for r in runs if r.data.tags.get("dpcd.role") == "parent"]
+        (logged,) = parent.inputs.dataset_inputs
+        assert logged.dataset.name == dataset and len(logged.dataset.digest) == 32
+        def fields(d):
+            return d.name, d.digest, d.source_type, d.source
+
+        for run in runs:
+            (item,) = run.inputs.dataset_inputs
+            assert fields(item.dataset) == fields(logged.dataset)
+            assert [t.value for t in item.tags] == ["training"]
+            assert item.dataset.profile is None and item.dataset.schema is None
+
+
 def test_alpha_grid_runs_each_lambda_and_tabulates_them(honest):
     workdir = honest[0]
     results = workdir / "results"

@@ -78,4 +78,4 @@ rule fresh_report:
         " --mlflow-runs {input.mlflow_runs} --runs {input.fresh_runs}"
         " --csv {input.fresh_csv} --md {input.fresh_md} --selection {input.selection}"
         " --mlflow-info {input.mlflow} --mlflow {output.mlflow}"
-        " --figure {output.fresh_figure} 2> {log}"
+        " --figure {output.fresh_figure} --data {input.data} 2> {log}"

@@ -42,6 +42,11 @@ REPORT_OUTPUTS = {
 }
 
 
+def processed_data(exp):
+    """The processed dataset file of the experiment ``exp`` (its config)."""
+    return f"results/data/processed/{exp['dataset']}/{exp['variant']}.npz"
+
+
 def selection_table(experiment):
     """The table the fresh jobs read their configurations from (the aggregation's)."""
     return f"results/tables/{experiment}.csv"
@@ -171,9 +176,11 @@ class FreshStage:
     def fresh_report_inputs(self):
         """What the fresh_report rule reads: the fresh rule's outputs, the fresh
         solve jobs' MLflow runs files, and each experiment's table (its chosen
-        curves) and aggregate JSON (its parent run)."""
+        curves), aggregate JSON (its parent run) and processed dataset (the
+        fresh runs' MLflow input: name, digest, source)."""
         names = self.fresh_experiments()
         return {**self.fresh_outputs(),
                 "mlflow_runs": self.fresh_paths(".mlflow.jsonl.gz"),
                 "selection": [selection_table(name) for name in names],
-                "mlflow": [f"results/mlflow/{name}.json" for name in names]}
+                "mlflow": [f"results/mlflow/{name}.json" for name in names],
+                "data": [processed_data(self.experiment(name)) for name in names]}

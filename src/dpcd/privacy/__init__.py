@@ -35,7 +35,7 @@ from dpcd.privacy.scd import (
     dp_scd_sensitivity,
     poisson_batch_tail,
 )
-from dpcd.privacy.sgd import DP_SGD_RELATIONS, calibrate_dp_sgd
+from dpcd.privacy.sgd import DP_SGD_RELATIONS, calibrate_dp_sgd, secure_dp_sgd
 from dpcd.privacy.smoothness import (
     estimate_smoothness,
     private_smoothness,
@@ -68,6 +68,7 @@ __all__ = [
     "estimate_smoothness",
     "private_smoothness",
     "secure",
+    "secure_dp_sgd",
     "smoothness_ledger",
     "split_smoothness_budget",
     "theorem_3_1_multiplier",

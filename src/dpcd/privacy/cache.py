@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import tempfile
@@ -32,7 +32,15 @@ ENV = "DPCD_CALIBRATION_CACHE"
 # key carries it, so old entries are then simply never read again.
 CALIBRATION_VERSION = 6
 
-_DP_ACCOUNTING_VERSION = importlib.metadata.version("dp-accounting")
+
+@functools.cache
+def _dp_accounting_version():
+    # read on the first key, not at import: importlib.metadata costs a job
+    # that never calibrates tens of milliseconds of start-up
+    import importlib.metadata
+
+    return importlib.metadata.version("dp-accounting")
+
 
 # Seconds spent in :func:`cached` by this process and how many entries it
 # computed: a solve job reports them in its overhead ledger.
@@ -51,7 +59,7 @@ def cache_dir() -> str | None:
 def key_of(kind: str, inputs: dict) -> tuple[str, dict]:
     """The sha256 of a calibration's canonical JSON key, and the key itself."""
     key = {"kind": kind, "inputs": inputs, "calibration_version": CALIBRATION_VERSION,
-           "dp_accounting": _DP_ACCOUNTING_VERSION}
+           "dp_accounting": _dp_accounting_version()}
     text = json.dumps(key, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), key
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+from dpcd.privacy import accounting, secure
 from dpcd.privacy.calibrate import (
     SAMPLINGS,
     Calibration,
@@ -242,3 +243,76 @@ def calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, pa
     return Calibration(noise_multiplier=mech.noise_multiplier, noise_scales=mech.noise_scale,
                        ledger=ledger, epsilon_achieved=achieved, steps=steps,
                        sampling=sampling, sampling_rate=q, extra=extra)
+
+
+def _units(n, p, batch_size, steps, epsilon, variant, sampling, relation, sens_batch, clip):
+    """The sensitivity the calibration's multiplier is relative to, in units of
+    C (``noise std = z·units·C``), and the accounted spec it depends on."""
+    if sampling == "none":
+        spec = ("gaussian", steps)
+    else:
+        spec = accounted_spec(sampled_spec(n, batch_size, steps, sampling), epsilon, relation)
+    sens = dp_scd_sensitivity(1.0, sens_batch, variant, relation)
+    if variant == "seq" and sampling == "poisson" and relation == "replace_one":
+        sens = 2.0 * sens  # as calibrate_dp_scd
+    return accounting.sensitivity_unit(spec, relation) * sens, spec
+
+
+def secure_dp_scd(n, p, batch_size, clip, epsilon, delta, iterations=None, passes=None,
+                  variant="dual", sampling=None, accountant="auto", relation=None,
+                  max_batch_size=None):
+    """DP-SCD's secure calibration: every update rounded to the grid C/m, integer
+    sums, exact discrete Gaussian noise on α_B (θ_B) and v
+    (:func:`dpcd.privacy.secure.secure_lattice`, docs/secure_noise.md).
+
+    One record's (primal: one coordinate's) contribution to the
+    ``[α_B; v]`` update, ``[ζ/γ; ζ x/γ]`` in grid steps (``d = p + 1``
+    entries; primal ``n + 1``), is rounded entry by entry, so the rounding
+    moves it by at most ``√d/2``. The contributions rounded differently
+    between neighbours: dual, the differing record's (twice when replace-one
+    is accounted without amplification); seq, every record of the batches
+    compared (Lemma 5's correlated updates), ``2·L_max`` per radius; primal,
+    the ``L`` coordinates' on both datasets, ``2L``. A run draws at most
+    ``T·(n + p)`` discrete Gaussians (every record in a batch; primal
+    ``T·(L + n)``).
+
+    Parameters and their checks as :func:`calibrate_dp_scd`; the accountant
+    must be one the secure mode accepts (:func:`dpcd.privacy.secure.check_accountant`).
+
+    Returns
+    -------
+    dpcd.privacy.secure.LatticeGaussian
+        Its ``calibration`` (noise ``s·C/m`` on every entry, the secure
+        ledger) and the kernel's grid and integer scale.
+    """
+    accountant = secure.check_accountant(accountant)
+    kwargs = dict(iterations=iterations, passes=passes, variant=variant, sampling=sampling,
+                  accountant=accountant, relation=relation)
+    fast = calibrate_dp_scd(n, p, batch_size, clip, epsilon, delta,
+                            max_batch_size=max_batch_size, **kwargs)
+    mech = fast.ledger.mechanisms[0]
+    sampling, relation, steps = fast.sampling, mech.relation, int(fast.steps)
+    # seq with Poisson batches: L_max fixed at the target's, whatever the slack
+    l_max = fast.extra.get("max_batch_size")
+    sens_batch = batch_size if l_max is None else l_max
+    units, spec = _units(n, p, batch_size, steps, epsilon, variant, sampling, relation,
+                         sens_batch, clip)
+    radius = {"dual": math.sqrt(2.0), "seq": dp_scd_sensitivity(1.0, sens_batch, "seq", ""),
+              "primal": dp_scd_sensitivity(1.0, batch_size, "primal", "")}[variant]
+    per_radius = {"dual": 1, "seq": 2 * sens_batch, "primal": 2 * batch_size}[variant]
+    records = per_radius * int(round(units / radius))
+
+    def calibrate(eps, dlt):
+        if _units(n, p, batch_size, steps, eps, variant, sampling, relation, sens_batch,
+                  clip)[1] != spec:
+            raise ValueError(f"noise='secure': epsilon={epsilon:g} is too near the pld "
+                             f"accountant's limit {accounting.PLD_MAX_EPSILON:g}")
+        return calibrate_dp_scd(n, p, batch_size, clip, eps, dlt, max_batch_size=l_max,
+                                **kwargs)
+
+    primal = variant == "primal"
+    return secure.secure_lattice(
+        calibrate, epsilon, delta, clip=float(clip), units=units,
+        dim=(n if primal else p) + 1,
+        draws_per_step=(batch_size + n) if primal else (n + p),
+        terms=batch_size if primal else n, records=records)

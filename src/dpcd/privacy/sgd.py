@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from dpcd.privacy import accounting, secure
 from dpcd.privacy.calibrate import (
     SAMPLINGS,
     Calibration,
@@ -87,3 +88,51 @@ def calibrate_dp_sgd(n, batch_size, passes, clip, epsilon, delta, sampling="pois
     return Calibration(noise_multiplier=mech.noise_multiplier, noise_scales=mech.noise_scale,
                        ledger=ledger, epsilon_achieved=achieved, steps=steps,
                        sampling=sampling, sampling_rate=q)
+
+
+def _units(n, batch_size, passes, epsilon, sampling, accountant, relation):
+    """The sensitivity the calibration's multiplier is relative to, in units of
+    C: one record's radius C (Poisson, add-or-remove or zero record; PLD's
+    replace-one unit), or 2C (replace-one accounted without amplification)."""
+    relation = DP_SGD_RELATIONS.resolve(relation, "dp_sgd", sampling)
+    steps = int(math.ceil(check_passes(passes) * n / batch_size))
+    spec = accounted_spec(sampled_spec(n, batch_size, steps, sampling), epsilon, relation,
+                          accountant)
+    sens = 1.0 if relation in ("add_or_remove_one", "replace_special") else 2.0
+    return accounting.sensitivity_unit(spec, relation) * sens
+
+
+def secure_dp_sgd(n, batch_size, passes, clip, epsilon, delta, dim, sampling="poisson",
+                  accountant="auto", relation=None) -> secure.LatticeGaussian:
+    """DP-SGD's secure calibration: per-record clipped gradients rounded to the
+    grid C/m, integer sums, exact discrete Gaussian noise per coordinate
+    (:func:`dpcd.privacy.secure.secure_lattice`).
+
+    Parameters as :func:`calibrate_dp_sgd`, plus ``dim``, the coordinates of
+    the iterate. Only Poisson sampling (what the secure kernel draws).
+
+    Returns
+    -------
+    dpcd.privacy.secure.LatticeGaussian
+        Its ``calibration.noise_scales`` is the std on the sums (``s·C/m``),
+        within 1 % of the fast path's at the same target.
+    """
+    if sampling != "poisson":
+        raise ValueError(f"noise='secure': DP-SGD samples its batches by Poisson sampling "
+                         f"only, got sampling={sampling!r}")
+    n, epsilon, delta, accountant = check_common(n, epsilon, delta, accountant)
+    batch_size = check_batch_size(batch_size, n)
+    accountant = secure.check_accountant(accountant)
+    units = _units(n, batch_size, passes, epsilon, sampling, accountant, relation)
+
+    def calibrate(eps, dlt):
+        if _units(n, batch_size, passes, eps, sampling, accountant, relation) != units:
+            raise ValueError(f"noise='secure': epsilon={epsilon:g} is too near the pld "
+                             f"accountant's limit {accounting.PLD_MAX_EPSILON:g}")
+        return calibrate_dp_sgd(n, batch_size, passes, clip, eps, dlt, sampling, accountant,
+                                relation)
+
+    # one rounded record moves the sums by its radius: records = units (1 or 2)
+    return secure.secure_lattice(calibrate, epsilon, delta, clip=float(check_clip(clip)),
+                                 units=units, dim=int(dim), draws_per_step=int(dim), terms=n,
+                                 records=int(units))

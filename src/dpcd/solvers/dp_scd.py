@@ -83,6 +83,7 @@ import time
 import numpy as np
 from numba import njit
 
+from dpcd.privacy.exact import fill_discrete_gaussian, geometric, uniform_below
 from dpcd.problems._jit import FAST, FAST_FMA, HINGE, L2, LOGISTIC, SQUARES
 from dpcd.solvers._normal import (_LN2, _MANTISSA, _ONE, _SQRT2, _as_bits, _as_float,
                                   _minus_2_log, new_stream, take_normals)
@@ -94,6 +95,11 @@ VARIANTS = ("dual", "seq", "primal")
 SAMPLINGS = {"poisson": 0, "without_replacement": 1}
 # rows (dual) / columns (primal) may exceed norm 1 by rounding only
 _NORM_TOL = 1e-9
+# secure mode: a contribution's excess over m grid steps, m·2⁻⁴⁰ ≤ 1/4 for the
+# grids dpcd.privacy.secure makes, is then within the step charged for float error
+_SECURE_NORM_TOL = 2.0 ** -40
+# secure mode: the batch's integer sums (and α, v's updates) stay exact in float64
+_EXACT_FLOAT = 2.0 ** 53
 # safeguarded Newton on the logistic dual subproblem (the fallback)
 _NEWTON_MAX = 60
 _NEWTON_TOL = 1e-12
@@ -468,6 +474,30 @@ def _scale(z, clip):
     return z
 
 
+# ------------------------------------------------------------------ secure mode
+@njit(inline="always")
+def _round_row(X, i, zq, out):
+    """Record ``i``'s contribution ``ζ x_i`` in grid steps, each entry rounded
+    (``zq = ζ/γ``), added to ``out``; returns its rounded ``ζ/γ`` (the α entry)."""
+    for j in range(X.shape[1]):
+        out[j] += np.floor(zq * X[i, j] + 0.5)
+    return np.floor(zq + 0.5)
+
+
+@njit(inline="always")
+def _secure_poisson_batch(state, q, pos, t, n, idx):
+    """:func:`dpcd.solvers._poisson.poisson_batch` on the keystream: the gaps
+    between selected trials are exact Geometric(q) draws (failures before the
+    first success, :func:`dpcd.privacy.exact.geometric`)."""
+    first = t * n
+    b = 0
+    while pos < first + n:
+        idx[b] = pos - first
+        b += 1
+        pos += 1 + geometric(state, q)
+    return b, pos
+
+
 # ------------------------------------------------------------------ dual / seq
 @njit(inline="always")
 def _prefetch_record(X, y, alpha, row_norm2, i):
@@ -482,7 +512,8 @@ def _prefetch_record(X, y, alpha, row_norm2, i):
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
                  sampling, sequential, n_iter, rng_sample, noise_key, noise_buf, noise, idx,
-                 dv, perm, batch_sizes, row_norm2, theta, checkpoints, obj):
+                 dv, perm, batch_sizes, row_norm2, theta, checkpoints, obj, state, grid,
+                 integer_scale, knoise, aq):
     """Run ``n_iter`` iterations of dual DP-SCD (Algorithm 1) or seqDP-SCD (Algorithm 3).
 
     Parameters
@@ -536,11 +567,32 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
     checkpoints : int array
         Iterations after which ``obj[1 + c]`` is recorded.
     obj : array
+    state : uint64 array
+        Secure mode when non-empty: the keystream the batches and the exact
+        discrete Gaussian noise are drawn from (see "Secure mode" in the
+        module docstring); ``alpha`` and ``v`` then hold grid steps.
+    grid : float
+        Secure mode: the grid step ``γ = C/m``.
+    integer_scale : float
+        Secure mode: scale of the discrete Gaussian, in grid steps.
+    knoise : int64 array, shape (n + p,)
+        Secure mode: work buffer, one iteration's integer noise.
+    aq : array, shape (n,)
+        Secure mode: work buffer, the rounded ``ζ/γ`` of the batch.
     """
     n, p = X.shape
     lam_n = lam * n
-    full, lam_q = geometric_rate(batch_size / n)
-    pos = first_trial(rng_sample, full, lam_q) if sampling == 0 and n_iter > 0 else 0
+    secure = state.shape[0] > 0
+    # secure: α and v hold grid steps, read as real values through ``unit``
+    unit = grid if secure else 1.0
+    inv_grid = 1.0 / grid if secure else 1.0
+    lam_n_v = lam_n / unit  # x·v / (λN) with v in grid steps
+    q = batch_size / n
+    full, lam_q = geometric_rate(q)
+    pos = 0
+    if sampling == 0 and n_iter > 0:
+        # the first selected trial (gap from trial −1)
+        pos = geometric(state, q) if secure else first_trial(rng_sample, full, lam_q)
     c = 0
     noise_start, noise_pos = -noise_buf.shape[0], 0  # noise buffer empty
     # a chunk of logistic roots (dual): s, y m, κ, the steps, converged flags
@@ -549,14 +601,17 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
     ch_ok = np.empty(_CHUNK, dtype=np.bool_)
     for t in range(n_iter):
         # ---- Step 5: the mini-batch, drawn as the accountant assumes
-        if sampling == 0:
+        if sampling == 0 and secure:
+            b, pos = _secure_poisson_batch(state, q, pos, t, n, idx)
+        elif sampling == 0:
             # Poisson: every record independently with probability L/N, the
             # gaps between selected trials Geometric (dpcd.solvers._poisson)
             b, pos = poisson_batch(rng_sample, full, lam_q, pos, t, n, idx)
         else:
             # partial Fisher-Yates: the first L entries are a uniform L-subset
             for k in range(batch_size):
-                r = k + rng_sample.integers(0, n - k)
+                r = k + (uniform_below(state, n - k) if secure
+                         else rng_sample.integers(0, n - k))
                 tmp = perm[k]
                 perm[k] = perm[r]
                 perm[r] = tmp
@@ -581,8 +636,8 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                     dot = 0.0
                     for j in range(p):
                         dot += X[i, j] * v[j]
-                    ch_s[a] = min(max(alpha[i] * y[i], 0.0), 1.0)
-                    ch_ym[a] = y[i] * dot / lam_n
+                    ch_s[a] = min(max(alpha[i] * unit * y[i], 0.0), 1.0)
+                    ch_ym[a] = y[i] * dot / lam_n_v
                     # any κ > 0 for a zero record: its update is 0 below
                     nrm = row_norm2[i]
                     ch_kappa[a] = sigma_p * (nrm if nrm > 0.0 else 1.0) / lam_n
@@ -590,9 +645,12 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 for a in range(nb):
                     i = idx[k0 + a]
                     z = _scale(y[i] * ch_step[a], clip) if row_norm2[i] > 0.0 else 0.0
-                    alpha[i] += z
-                    for j in range(p):
-                        dv[j] += z * X[i, j]
+                    if secure:
+                        aq[k0 + a] = _round_row(X, i, z * inv_grid, dv)
+                    else:
+                        alpha[i] += z
+                        for j in range(p):
+                            dv[j] += z * X[i, j]
             b_rows = 0
         else:
             b_rows = b
@@ -602,16 +660,25 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 # rows of a batch are far apart in memory: fetch ahead
                 _prefetch_record(X, y, alpha, row_norm2, idx[k + _AHEAD])
             dot = 0.0
-            for j in range(p):
-                dot += X[i, j] * v[j]
+            if secure and sequential:
+                # the batch's integer sum is kept apart until its noise
+                for j in range(p):
+                    dot += X[i, j] * (v[j] + dv[j])
+            else:
+                for j in range(p):
+                    dot += X[i, j] * v[j]
             nrm = row_norm2[i]
             if nrm > 0.0:
-                z = _scale(_dual_zeta(code, y[i], alpha[i], dot / lam_n,
+                z = _scale(_dual_zeta(code, y[i], alpha[i] * unit, dot / lam_n_v,
                                       sigma_p * nrm / lam_n), clip)
             else:
                 # a zero record moves no v, hence no θ: it is the paper's
                 # "removed" record (Lemma 1's proof takes its update as 0)
                 z = 0.0
+            if secure:
+                # Algorithm 1 and 3 alike: the next records see v + dv
+                aq[k] = _round_row(X, i, z * inv_grid, dv)
+                continue
             # records of a batch are distinct: α_i is read by its own update only
             alpha[i] += z
             if sequential:
@@ -622,11 +689,18 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 # Algorithm 1: every ζ is computed against the same v
                 for j in range(p):
                     dv[j] += z * X[i, j]
-        if not sequential:
+        if secure:
+            fill_discrete_gaussian(state, integer_scale, knoise[:b + p])
+            for k in range(b):
+                alpha[idx[k]] += aq[k] + knoise[k]
+            for j in range(p):
+                v[j] += dv[j] + knoise[b + j]
+                dv[j] = 0.0
+        elif not sequential:
             for j in range(p):
                 v[j] += dv[j]
                 dv[j] = 0.0
-        if noise_scale > 0.0:
+        if noise_scale > 0.0 and not secure:
             # noise on α_B (|B| entries) then on v (p entries)
             noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
                                        noise[:b])
@@ -640,7 +714,7 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 v[j] += noise_scale * noise[j]
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             for j in range(p):
-                theta[c, j] = v[j] / lam_n
+                theta[c, j] = v[j] / lam_n_v
             c += 1
     _objectives(X, y, theta[:c], code, alpha_pen, obj[1:1 + c])
 
@@ -649,7 +723,7 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
 @njit(cache=True, fastmath=FAST, error_model="numpy")
 def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batch_size,
                    n_iter, rng_sample, noise_key, noise_buf, noise, perm, d, zeta, col_norm2,
-                   checkpoints, obj):
+                   checkpoints, obj, state, grid, integer_scale, knoise):
     """Run ``n_iter`` iterations of primal DP-SCD (Algorithm 2) in place.
 
     Each iteration draws L distinct coordinates (partial Fisher-Yates), computes
@@ -672,22 +746,29 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
     zeta : array, shape (p,)
     col_norm2 : array, shape (p,)
         ``‖X_{:,j}‖²``.
-    Other parameters as in :func:`_dual_kernel`.
+    knoise : int64 array, shape (n + p,)
+        Secure mode: work buffer, one iteration's integer noise.
+    Other parameters as in :func:`_dual_kernel` (secure mode: ``theta`` and
+    ``v`` hold grid steps, and ``d`` is also the buffer of the batch's
+    integer sum, once the gradients are taken).
     """
     n, p = X.shape
     beta = 1.0 if code == SQUARES else 0.25
+    secure = state.shape[0] > 0
+    unit = grid if secure else 1.0
+    inv_grid = 1.0 / grid if secure else 1.0
     c = 0
     noise_start, noise_pos = -noise_buf.shape[0], 0  # noise buffer empty
     for t in range(n_iter):
         # l'(v_i) once per iteration: every update of the batch reads the same v
         if code == SQUARES:
             for i in range(n):
-                d[i] = v[i] - y[i]
+                d[i] = v[i] * unit - y[i]
         else:
             for i in range(n):
-                d[i] = -y[i] / (1.0 + np.exp(y[i] * v[i]))
+                d[i] = -y[i] / (1.0 + np.exp(y[i] * v[i] * unit))
         for k in range(batch_size):
-            r = k + rng_sample.integers(0, p - k)
+            r = k + (uniform_below(state, p - k) if secure else rng_sample.integers(0, p - k))
             tmp = perm[k]
             perm[k] = perm[r]
             perm[r] = tmp
@@ -697,15 +778,33 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
             for i in range(n):
                 g += d[i] * X[i, j]
             g /= n
-            z = -(g + lam * theta[j]) / (batch_size * beta * col_norm2[j] / n + lam)
+            z = -(g + lam * theta[j] * unit) / (batch_size * beta * col_norm2[j] / n + lam)
             zeta[k] = _scale(z, clip)
-        for k in range(batch_size):
+        if secure:
+            # the batch's integer sum in d (read no more), then its noise
+            for i in range(n):
+                d[i] = 0.0
+            for k in range(batch_size):
+                zq = zeta[k] * inv_grid
+                j = perm[k]
+                for i in range(n):
+                    d[i] += np.floor(zq * X[i, j] + 0.5)
+                zeta[k] = np.floor(zq + 0.5)
+            fill_discrete_gaussian(state, integer_scale, knoise[:batch_size + n])
+            for k in range(batch_size):
+                theta[perm[k]] += zeta[k] + knoise[k]
+            for i in range(n):
+                v[i] += d[i] + knoise[batch_size + i]
+            batch = 0  # the updates are done
+        else:
+            batch = batch_size
+        for k in range(batch):
             j = perm[k]
             z = zeta[k]
             theta[j] += z
             for i in range(n):
                 v[i] += z * X[i, j]
-        if noise_scale > 0.0:
+        if noise_scale > 0.0 and not secure:
             noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
                                        noise[:batch_size])
             noise_pos += batch_size
@@ -717,7 +816,7 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
             for i in range(n):
                 v[i] += noise_scale * noise[i]
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
-            obj[1 + c] = _objective(X, y, theta, code, alpha_pen)
+            obj[1 + c] = _objective(X, y, theta * unit if secure else theta, code, alpha_pen)
             c += 1
 
 
@@ -751,11 +850,11 @@ def _initial_objective(X, y, code, alpha_pen):
     return _objective(np.zeros((X.shape[0], 1)), y, np.zeros(1), code, alpha_pen)
 
 
-def _check_norms(squared, axis, what):
-    """Refuse rows (axis 1) or columns (axis 0) of norm above 1 (from
+def _check_norms(squared, axis, what, tol=_NORM_TOL):
+    """Refuse rows (axis 1) or columns (axis 0) of norm above ``1 + tol`` (from
     :func:`_squared_norms`)."""
     norms = np.sqrt(squared)
-    bad = np.flatnonzero(norms > 1.0 + _NORM_TOL)
+    bad = np.flatnonzero(norms > 1.0 + tol)
     if bad.size:
         k = int(bad[0])
         raise ValueError(
@@ -769,8 +868,28 @@ def _check_norms(squared, axis, what):
         )
 
 
+def _secure_args(secure, clip, n, p, batch_size, primal):
+    """The kernels' secure arguments: a fresh keystream keyed by the OS, the
+    grid, the integer scale and the noise buffer; refuses a grid coarser than
+    ``clip/m`` or sums that could leave float64's exact integers."""
+    from dpcd.privacy import keystream
+
+    grid, m, s = float(secure.grid), int(secure.resolution), float(secure.integer_scale)
+    if clip > grid * m:
+        raise ValueError(f"noise='secure': clip = {clip!r} exceeds the grid's C = {grid * m!r}")
+    if m * _SECURE_NORM_TOL > 0.25:
+        raise ValueError(f"noise='secure': the grid C/{m} is too fine for the norm check")
+    # one entry of a batch's sum: |B| <= n records (primal: L coordinates) of
+    # at most m + 1 steps, plus the noise within its excluded tail (40 s)
+    terms = batch_size if primal else n
+    if terms * (m + 1.0) + 40.0 * s >= _EXACT_FLOAT:
+        raise ValueError("noise='secure': a batch's integer sum could exceed 2**53")
+    return keystream.new_state(), grid, s, np.empty(n + p, dtype=np.int64)
+
+
 def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, seed,
-           variant="dual", sampling="poisson", check_input=True, return_dual=False):
+           variant="dual", sampling="poisson", check_input=True, return_dual=False,
+           secure=None):
     """Differentially private stochastic coordinate descent (dual, seq or primal).
 
     Solves ``min_θ f(θ) + (alpha/2)‖θ‖²`` for dpcd's squares, logistic or
@@ -812,6 +931,11 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         They are internal state: the ledger covers θ only (α is noised on the
         sampled records only, so it shows the batches; see the module
         docstring).  For tests and audits; never release them.
+    secure : dpcd.privacy.secure.LatticeGaussian, optional
+        The secure mode (:func:`dpcd.privacy.secure_dp_scd`): its ``grid``
+        ``γ = C/m`` (``clip`` at most ``C``) and integer scale; the batches and
+        the exact discrete Gaussian noise come from a keystream keyed by the
+        OS, ``seed`` and ``noise_scale`` are not used.
 
     Returns
     -------
@@ -866,17 +990,21 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
     batch_size = int(batch_size)
     checkpoints = pass_checkpoints(passes)
     squared_norms = _squared_norms(X, 0 if primal else 1)
-    if noise_scale > 0:
-        _check_norms(squared_norms, 0 if primal else 1, "column" if primal else "row")
+    if noise_scale > 0 or secure is not None:
+        _check_norms(squared_norms, 0 if primal else 1, "column" if primal else "row",
+                     _NORM_TOL if secure is None else _SECURE_NORM_TOL)
 
     alpha_pen = penalty.alpha
     lam = 0.5 * alpha_pen if datafit.code == SQUARES else alpha_pen
     n_iter = scd_iterations(n, p, batch_size, passes, variant)
     ckpts = _checkpoint_iterations(passes, size, batch_size)
     obj = np.empty(len(checkpoints))
-    rng_sample, rng_noise = spawn_generators(seed, 2)
+    rng_sample, rng_noise = spawn_generators(0 if secure is not None else seed, 2)
     noise_key, noise_buf = new_stream(rng_noise)
     noise_bufs = (noise_buf, np.empty(max(n, p)))
+    fast = (np.zeros(0, dtype=np.uint64), 1.0, 1.0, np.zeros(0, dtype=np.int64))
+    secure_args = fast if secure is None else _secure_args(secure, clip, n, p, batch_size,
+                                                           primal)
     dcode = datafit.code
     if primal:
         w = np.zeros(p)
@@ -889,11 +1017,14 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         args = (X, y, w, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size)
         # compile (or load from the cache) before the timer: zero iterations
         _primal_kernel(*args, 0, np.random.default_rng(0), noise_key, *noise_bufs, perm,
-                       d, zeta, col_norm2, ckpts[:0], obj)
+                       d, zeta, col_norm2, ckpts[:0], obj, *fast)
         t0 = time.perf_counter()
         _primal_kernel(*args, n_iter, rng_sample, noise_key, *noise_bufs, perm, d, zeta,
-                       col_norm2, ckpts, obj)
+                       col_norm2, ckpts, obj, *secure_args)
         elapsed = time.perf_counter() - t0
+        if secure is not None:  # grid steps to values
+            w *= secure.grid
+            v *= secure.grid
         batch_sizes = np.full(n_iter, batch_size, dtype=np.int64)
         extra = {"v": v}
     else:
@@ -909,15 +1040,19 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
         args = (X, y, alpha, v, dcode, lam, alpha_pen, clip, noise_scale, batch_size,
                 SAMPLINGS[sampling], variant == "seq")
         thetas = np.empty((len(ckpts), p))
+        aq = np.empty(n if secure is not None else 0)
         _dual_kernel(*args, 0, np.random.default_rng(0), noise_key, *noise_bufs, idx, dv,
-                     perm, batch_sizes, row_norm2, thetas, ckpts[:0], obj)
+                     perm, batch_sizes, row_norm2, thetas, ckpts[:0], obj, *fast, aq)
         t0 = time.perf_counter()
         _dual_kernel(*args, n_iter, rng_sample, noise_key, *noise_bufs, idx, dv, perm,
-                     batch_sizes, row_norm2, thetas, ckpts, obj)
+                     batch_sizes, row_norm2, thetas, ckpts, obj, *secure_args, aq)
         elapsed = time.perf_counter() - t0
+        if secure is not None:  # grid steps to values
+            alpha *= secure.grid
+            v *= secure.grid
         w = v / (lam * n)
         extra = {"v": v}
-        if noise_scale == 0 or return_dual:
+        if (noise_scale == 0 and secure is None) or return_dual:
             extra["alpha"] = alpha
     extra.update({"batch_sizes": batch_sizes, "n_iter": n_iter, "lam": lam,
                   "variant": variant, "sampling": sampling})

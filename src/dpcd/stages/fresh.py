@@ -53,12 +53,14 @@ def cmd_fresh_report(args):
     from dpcd.report import plot_rel_error
     from dpcd.report.fresh import chosen_curves, fresh_metrics
     from dpcd.report.tables import read_table
-    from dpcd.tracking import log_experiment_artifacts
+    from dpcd.tracking import log_experiment_artifacts, processed_dataset
     from dpcd.tracking.ingest import ingest_runs_files
+    from dpcd.tracking.mlflow_log import log_dataset
     from dpcd.tracking.runs_file import is_fresh_job, read_mlflow_runs
 
     spec = json.loads(args.spec)
-    _per_experiment(args, ("runs", "csv", "md", "selection", "mlflow_info", "mlflow", "figure"))
+    _per_experiment(args, ("runs", "csv", "md", "selection", "mlflow_info", "mlflow", "figure",
+                           "data"))
     files = {}  # each runs file's experiment, from the job its header names
     for path in args.mlflow_runs:
         files.setdefault(read_mlflow_runs(path)[0].split("/")[0], []).append(path)
@@ -68,7 +70,10 @@ def cmd_fresh_report(args):
         atomic_write(args.figure[k], lambda tmp: plot_rel_error(
             runs, tmp, title=f"{name} (fresh seeds)", chosen=chosen))
         info = {key: v for key, v in read_json(args.mlflow_info[k]).items() if key != "ingest"}
-        ingest = ingest_runs_files(info, files.get(name, []), replaces=is_fresh_job)
+        # the parent has the dataset already (its aggregate job): the same entity
+        dataset = log_dataset(info, processed_dataset(args.data[k]))
+        ingest = ingest_runs_files(info, files.get(name, []), replaces=is_fresh_job,
+                                   dataset=dataset)
         log_experiment_artifacts(info, [args.csv[k], args.md[k], args.figure[k]],
                                  tags={"dpcd.fresh_seeds": spec["fresh_seeds"]},
                                  metrics=fresh_metrics(read_table(args.csv[k])),
@@ -97,7 +102,9 @@ def register(subparsers):
                        "--selection": f"each experiment's table: {each}",
                        "--mlflow-info": f"each aggregate job's JSON (its parent run): {each}",
                        "--mlflow": f"JSON out, the parent run and ingestion: {each}",
-                       "--figure": f"the fresh curves: {each}"})
+                       "--figure": f"the fresh curves: {each}",
+                       "--data": "the processed datasets, the MLflow input (name, digest, "
+                                 f"source) of the fresh runs: {each}"})
 
 
 def _fresh_command(subparsers, name, func, help, paths):

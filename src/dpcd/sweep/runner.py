@@ -110,7 +110,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     # what each run reads: its smoothness estimate (one run at a time) and its streams
     indices = range(first_seed, first_seed + len(seeds))
     estimates = None if many is not None else run_estimates(private_estimates, configs, indices)
-    entropies = [None if seed is None else
+    # secure (seed None): no stream to derive; a run_many draws its own from the OS
+    entropies = [[None] * len(configs) if seed is None else
                  run_entropies(seed, spec["experiment"], configs, algorithm.private)
                  for seed in seeds]
     per_block = max(1, TOGETHER_ENTRIES // max(1, len(seeds) * problem.n_features))
