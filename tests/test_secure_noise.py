@@ -225,8 +225,9 @@ def test_discrete_gaussian_renyi_divergence_below_the_continuous_one(s, sens):
 
 
 def test_secure_smoothness_release_is_its_pure_dp_line():
-    """Discrete Laplace of scale z·(m + 1) steps, sensitivity m + 1 steps, on p
-    coordinates: dp_accounting's PLD (DiscreteLaplaceDpEvent) gives ε′ at δ = 1e-12."""
+    """Discrete Laplace of scale laplace_scale(z, m + 1) = 1.0001·z·(m + 1) steps,
+    sensitivity m + 1 steps, on p coordinates: dp_accounting's PLD
+    (DiscreteLaplaceDpEvent) gives at most ε′ at δ = 1e-12."""
     rng = np.random.default_rng(2)
     n, p, eps = 500, 5, 0.3
     X = rng.standard_normal((n, p))
@@ -238,7 +239,8 @@ def test_secure_smoothness_release_is_its_pure_dp_line():
     bound = datafit.per_sample_smoothness(np.full((1, p), 5.0))[0]
     np.testing.assert_allclose(mech.sensitivity, bound / n * (m + 1) / m, rtol=1e-14)
     assert mech.kind == "discrete_laplace" and ledger.noise == "secure"
-    t = mech.noise_multiplier * (m + 1)
+    t = mech.noise_scale[0] / (bound[0] / n / m)  # in grid steps, as the ledger states
+    assert t == pytest.approx(1.0001 * mech.noise_multiplier * (m + 1), rel=1e-12)
     acc = pld_privacy_accountant.PLDAccountant(
         accounting.neighboring_relation("ADD_OR_REMOVE_ONE"))
     acc.compose(dp_event.DiscreteLaplaceDpEvent(1.0 / t, m + 1), p)

@@ -95,6 +95,9 @@ def calibrate(problem, config, budget, smoothness_count=None, private_bound=Fals
         ledgers.append(feature_bound_ledger(problem.n_samples, eps_bound))
     count = p if smoothness_count is None else int(smoothness_count)
     ledgers.append(privacy.smoothness_ledger(problem.n_samples, np.ones(count), eps_smooth))
+    # secure: the same pure-DP lines, released on a grid by the run (their
+    # discrete noise is never below the continuous one's, privacy.secure)
+    ledgers = [dataclasses.replace(led, noise=budget.noise) for led in ledgers]
     ledger = privacy.Ledger.combine(ledgers + [calibration.ledger], algorithm="dp_cd_p")
     return dataclasses.replace(calibration, ledger=ledger,
                                epsilon_achieved=ledger.epsilon_achieved)

@@ -32,6 +32,7 @@ from dpcd.privacy.secure import (
     NOISE_MODES,
     RESOLUTION,
     check_grid,
+    laplace_scale,
     secure_laplace_release,
 )
 from dpcd.privacy.validation import check_choice, check_clip, check_epsilon, check_n
@@ -149,9 +150,12 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
                                                 mech.noise_multiplier)
         mech = dataclasses.replace(
             mech, kind="discrete_laplace", sensitivity=charged.tolist(),
-            noise_scale=(mech.noise_multiplier * charged).tolist(),
+            noise_scale=(laplace_scale(mech.noise_multiplier, RESOLUTION + 1)
+                         / (RESOLUTION + 1) * charged).tolist(),
             note=f"{mech.note}; rounded to the grid Δ_j/{RESOLUTION}, sensitivity "
-                 f"Δ_j + grid, exact discrete Laplace")
+                 f"Δ_j + grid, exact discrete Laplace of scale "
+                 f"{laplace_scale(mech.noise_multiplier, RESOLUTION + 1):.6g} grid steps "
+                 "(its Renyi divergences at most the continuous Laplace's)")
         ledger = dataclasses.replace(ledger, mechanisms=[mech], noise="secure")
     else:
         check_choice(noise, "noise", NOISE_MODES)
