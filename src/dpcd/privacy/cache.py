@@ -42,9 +42,11 @@ def _dp_accounting_version():
     return importlib.metadata.version("dp-accounting")
 
 
-# Seconds spent in :func:`cached` by this process and how many entries it
-# computed: a solve job reports them in its overhead ledger.
-STATS = {"seconds": 0.0, "calls": 0, "computed": 0}
+# Seconds spent in :func:`cached` by this process (wall, and CPU: a job
+# waiting for another's computation of the same entry spends wall, not CPU),
+# its calls and how many entries it computed: a solve job reports them in
+# its overhead ledger.
+STATS = {"seconds": 0.0, "cpu_seconds": 0.0, "calls": 0, "computed": 0}
 
 # Entries this process has already read or computed (a sweep asks for the same
 # calibration once per seed and configuration).
@@ -102,11 +104,12 @@ def cached(kind: str, inputs: dict, compute):
     value
         The cached or freshly computed value.
     """
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         return _cached(kind, inputs, compute)
     finally:
         STATS["seconds"] += time.perf_counter() - start
+        STATS["cpu_seconds"] += time.process_time() - cpu
         STATS["calls"] += 1
 
 
