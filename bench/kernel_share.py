@@ -12,7 +12,10 @@ sets them against the CPU seconds of the whole run: user + sys as
 ``/usr/bin/time`` reports them (its default format, or ``-v``), or
 ``--cpu-seconds``. It also sums Snakemake's ``benchmark:`` files per rule
 (``results/benchmarks/<rule>/...``: jobs, wall and CPU seconds), so the CPU
-outside the kernels can be read per rule. Prints a table; no assertions.
+outside the kernels can be read per rule. The calibrations: the ledgers'
+wall, their CPU, calls and entries computed (ledgers that have them), and the
+distinct calibrations in the run's cache (``results/calibration``), each
+computed once by whichever job asked first. Prints a table; no assertions.
 """
 import argparse
 import csv
@@ -25,15 +28,28 @@ from collections import defaultdict
 
 
 def ledger_sums(workdir):
-    """Sum of each overhead-ledger field over the solve jobs, and their number."""
+    """Sum of each overhead-ledger field over the solve jobs, of their
+    calibration counts (``calibrations``), and their number."""
     paths = (glob.glob(os.path.join(workdir, "results/runs/**/chunk*.timing.json"), recursive=True)
              + glob.glob(os.path.join(workdir, "results/fresh/*/chunk*.timing.json")))
-    sums = defaultdict(float)
+    sums, calibrations = defaultdict(float), defaultdict(float)
     for path in paths:
         with open(path) as fh:
-            for key, value in json.load(fh)["seconds"].items():
-                sums[key] += value
-    return dict(sums), len(paths)
+            ledger = json.load(fh)
+        for key, value in ledger["seconds"].items():
+            sums[key] += value
+        for key, value in ledger.get("calibrations", {}).items():
+            calibrations[key] += value
+    return dict(sums), dict(calibrations), len(paths)
+
+
+def cached_calibrations(workdir):
+    """{kind: entries} of the run's calibration cache."""
+    kinds = defaultdict(int)
+    for path in glob.glob(os.path.join(workdir, "results/calibration/*/*.json")):
+        with open(path) as fh:
+            kinds[json.load(fh)["key"]["kind"]] += 1
+    return dict(kinds)
 
 
 def rule_sums(workdir):
@@ -88,7 +104,7 @@ def main():
     else:
         total = args.cpu_seconds
         print(f"run: {total:.1f} CPU s")
-    ledgers, n_jobs = ledger_sums(args.workdir)
+    ledgers, calibrations, n_jobs = ledger_sums(args.workdir)
     if not n_jobs:
         print(f"{args.workdir}: no overhead ledgers under results/", file=sys.stderr)
         return 1
@@ -107,6 +123,15 @@ def main():
     if solve_cpu:
         print(f"calibration: {ledgers.get('calibration', 0.0):.1f} of the solve jobs' "
               f"{solve_cpu:.1f} CPU s = {ledgers.get('calibration', 0.0) / solve_cpu:.1%}")
+    if calibrations:
+        print(f"calibrations in the ledgers: {calibrations.get('cpu_seconds', 0.0):.1f} CPU s "
+              f"(of {ledgers.get('calibration', 0.0):.1f} s wall), "
+              f"{calibrations.get('calls', 0):.0f} calls, "
+              f"{calibrations.get('computed', 0):.0f} entries computed")
+    kinds = cached_calibrations(args.workdir)
+    if kinds:
+        print("distinct calibrations in results/calibration: "
+              + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())))
     return 0
 
 

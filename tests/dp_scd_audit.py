@@ -95,7 +95,8 @@ def audit_dp_scd(
     else:
         X_prime[0] = 0.0
     datafit, penalty = make_problem("squares", "l2", 1.0)
-    kw = dict(clip=clip, noise_scale=noise_factor * cal.noise_scales, passes=passes, batch_size=batch_size,
+    kw = dict(clip=clip, noise_scale=noise_factor * cal.noise_scales, passes=passes,
+              batch_size=batch_size,
               variant=variant, sampling="poisson", check_input=False,
               return_dual=release == "alpha", secure=sec)
 

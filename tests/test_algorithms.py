@@ -126,6 +126,12 @@ def test_secure_support_is_the_specs(monkeypatch):
     with pytest.raises(ValueError, match=r"experiments\.e\.privacy\.noise: 'secure' "
                                          r"\(solver mine\) covers solver"):
         algorithms.check_solvers(config, defs)
+    config["experiments"]["e"]["solvers"]["mine"]["solver"] = secure
+    algorithms.check_solvers(config, defs)
+    config["experiments"]["e"]["search"] = "private"
+    with pytest.raises(ValueError, match=r"experiments\.e\.privacy\.noise: 'secure' with "
+                                         "search: private"):
+        algorithms.check_solvers(config, defs)
 
 
 def test_every_paper_config_passes_the_plan_time_checks():

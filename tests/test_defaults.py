@@ -15,6 +15,7 @@ from sklearn.datasets import make_regression
 from sklearn.linear_model import Ridge
 
 from dpcd import DefaultsWarning, PrivacyLeakWarning
+from dpcd.algorithms.prepare import BOUND_SHARE, gaussian_bound
 from dpcd.estimators import DPCoordinateDescentRegressor
 from dpcd.privacy import bounds, keystream
 from dpcd.privacy.smoothness import pooled_smoothness
@@ -71,14 +72,36 @@ def test_secure_feature_bound_ledger_is_the_fast_one_marked_secure():
 
 
 def test_default_secure_dp_cd_p_releases_its_bound_securely_within_epsilon():
-    """No ``bounds``, no ``random_state``: every release secure, and the three
-    budget lines (bound, constants, steps) add up to epsilon."""
+    """No ``bounds``, no ``random_state``: every release secure, the bound
+    takes BOUND_SHARE of the smoothness share and the constants the rest, and
+    the three budget lines (bound, constants, steps) add up to epsilon."""
     X, y, _, _ = _regression(200, 3)
     ledger = _fit(X, y, epsilon=2.0).privacy_ledger_
     assert ledger.noise == "secure"
     assert [m.name for m in ledger.mechanisms] == [
         "feature_bound", "smoothness_means", "coordinate_gradient"]
+    bound, smooth, _ = (line.epsilon_achieved for line in ledger.budget)
+    assert bound == pytest.approx(0.2 * BOUND_SHARE, rel=1e-12)
+    assert smooth == pytest.approx(0.2 * (1 - BOUND_SHARE), rel=1e-12)
     assert sum(line.epsilon_achieved for line in ledger.budget) <= 2.0 + 1e-9
+
+
+@pytest.mark.parametrize("p", [1, 3, 10, 100])
+def test_gaussian_bound_is_three_on_standard_gaussian_features(p):
+    """The rescaled bound from the exact median of 20 000 rows' maxima is 3
+    within 3 % for standard Gaussian features of any number (the sample
+    median's standard deviation is under 1 %: a correct rule fails with
+    probability below 1e-6)."""
+    X = np.random.default_rng(p).standard_normal((20000, p))
+    released = bounds.FACTOR * np.median(np.abs(X).max(axis=1))
+    assert gaussian_bound(released, p) == pytest.approx(3.0, rel=0.03)
+
+
+def test_gaussian_bound_never_tighter_than_the_release_at_few_features():
+    """Up to 4 features, where one entry decides a row's maximum, the rescaled
+    bound is at least the released one (so at most as much clipping)."""
+    for p in range(1, 5):
+        assert gaussian_bound(1.0, p) >= 1.0, p
 
 
 def test_pooled_smoothness_rarely_gives_a_step_too_large():

@@ -60,6 +60,19 @@ def test_miss_then_hit(cache_dir):
     assert stored["key"]["calibration_version"] == cache.CALIBRATION_VERSION
 
 
+def test_stats_count_calls_and_computed_entries(cache_dir):
+    """What a solve job's ledger reports: every call, and only the entries it
+    computed (a job reading another's entry computes none)."""
+    before = dict(cache.STATS)
+    spin = lambda: sum(range(200_000)) and [1.0]  # noqa: E731 (some CPU to count)
+    cache.cached("k", {"a": 1}, spin)
+    cache._memory.clear()
+    cache.cached("k", {"a": 1}, spin)
+    delta = {key: cache.STATS[key] - before[key] for key in before}
+    assert delta["calls"] == 2 and delta["computed"] == 1
+    assert 0 < delta["cpu_seconds"] and 0 < delta["seconds"]
+
+
 @pytest.mark.parametrize("change", ["kind", "input", "version", "dp_accounting"])
 def test_any_key_change_recalibrates(cache_dir, monkeypatch, change):
     calls = []
@@ -73,7 +86,7 @@ def test_any_key_change_recalibrates(cache_dir, monkeypatch, change):
     elif change == "version":
         monkeypatch.setattr(cache, "CALIBRATION_VERSION", cache.CALIBRATION_VERSION + 1)
     else:
-        monkeypatch.setattr(cache, "_DP_ACCOUNTING_VERSION", "0.0.0")
+        monkeypatch.setattr(cache, "_dp_accounting_version", lambda: "0.0.0")
     cache.cached(kind, inputs, lambda: calls.append(1) or [2.0])
     assert len(calls) == 2
     assert len(_entries(cache_dir)) == 2

@@ -13,6 +13,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import NotFittedError
 
 from dpcd import PrivacyLeakWarning, PrivateSearch
+from dpcd.algorithms.prepare import BOUND_SHARE
 from dpcd.estimators import DPCoordinateDescentClassifier, DPCoordinateDescentRegressor
 from dpcd.tuning import calibration, candidates, draws
 from dpcd.tuning.settings import SearchSettings
@@ -202,13 +203,14 @@ def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, matc
 def test_dp_cd_p_training_spec():
     """dp_cd_p's training event: without public bounds, the feature bound
     (exponential mechanism at eps_b, as randomized response) and the 4
-    constants (Laplace, multiplier 4 / eps_s each), eps_b = eps_s = 0.1 eps / 2
-    (half of its smoothness share each, as its fit spends them); then DP-CD's
-    5 x 5 Gaussian steps (the intercept's constant is public)."""
+    constants (Laplace, multiplier 4 / eps_s each), eps_b = BOUND_SHARE x 0.1 eps
+    and eps_s the rest of that smoothness share, as its fit spends them; then
+    DP-CD's 5 x 5 Gaussian steps (the intercept's constant is public)."""
     est = DPCoordinateDescentClassifier(passes=5)
     (kind, z_s, count, eps_b, steps), relation = candidates.training_spec(est, 300, 4)
     assert (kind, count, steps, relation) == ("smoothness_gaussian", 4, 25, "replace_one")
-    assert eps_b == pytest.approx(0.05, rel=1e-12) and z_s == pytest.approx(80, rel=1e-12)
+    assert eps_b == pytest.approx(0.1 * BOUND_SHARE, rel=1e-12)
+    assert z_s == pytest.approx(4 / (0.1 * (1 - BOUND_SHARE)), rel=1e-12)
     public = candidates.training_spec(clone(est).set_params(bounds=2.0), 300, 4)[0]
     assert public[1:4] == (pytest.approx(40), 4, 0.0)
 
@@ -244,14 +246,15 @@ def test_default_solver_dp_cd_p_releases_what_dp_accounting_gives(regression,
                                                  "score_loss"]
     smooth, steps, score = ledger.mechanisms[-3:]
     E, p = ledger.selection["train_epsilon"], X.shape[1]
-    eps_s = 0.1 * E / (2 if bound else 1)
+    eps_b = 0.1 * E * BOUND_SHARE
+    eps_s = 0.1 * E - (eps_b if bound else 0.0)
     assert smooth.count == p and smooth.noise_multiplier == pytest.approx(p / eps_s, rel=1e-12)
     events = [dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(p / eps_s), p),
               dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(steps.noise_multiplier),
                                            2 * (p + 1)),
               dp_event.LaplaceDpEvent(score.noise_multiplier)]
     if bound:
-        events.insert(0, dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(eps_s)), 2))
+        events.insert(0, dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(eps_b)), 2))
     acc = rdp.RdpAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
     acc.compose(dp_event.RepeatAndSelectDpEvent(dp_event.ComposedDpEvent(events), 3.0, 1.0))
     assert ledger.epsilon_achieved == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)

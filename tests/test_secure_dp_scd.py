@@ -121,8 +121,8 @@ def test_rounded_primal_updates_move_by_at_most_the_charged_sensitivity(code):
 
 
 @pytest.mark.parametrize("variant, batch_size, relation, epsilon", [
-    ("dual", 40, "replace_special", 1.0), ("dual", 40, "replace_one", 1.0),
-    ("dual", 40, "replace_special", 8.0), ("seq", 5, "replace_special", 1.0),
+    ("dual", 40, "replace_special", 1.0), ("dual", 40, "replace_one", 4.0),
+    ("seq", 5, "replace_special", 1.0),
     ("seq", 5, "replace_one", 1.0), ("primal", 2, "replace_one", 1.0)])
 def test_secure_noise_within_one_percent_of_fast_auto(variant, batch_size, relation,
                                                       epsilon):
@@ -194,7 +194,7 @@ def test_default_fit_is_secure_and_its_ledger_complete(cls, solver):
 
 @pytest.mark.parametrize("variant", ["dual", "seq", "primal"])
 def test_secure_runs_agree_with_fast_runs_in_law(variant):
-    """θ₀ of 200 secure and 200 fast runs of a tiny problem (noise within 0.01 %
+    """θ₀ of 150 secure and 150 fast runs of a tiny problem (noise within 0.01 %
     of each other, the rounding C/m with m ≥ 2²⁰ far below it): a two-sample
     Kolmogorov-Smirnov test at level 10⁻⁴ does not tell them apart (false
     failure probability 10⁻⁴ if the laws are equal; the fast runs are seeded,
@@ -211,9 +211,9 @@ def test_secure_runs_agree_with_fast_runs_in_law(variant):
     sec = secure_dp_scd(n, p, L, 0.5, 4.0, 1e-4, **kw)
     run = dict(clip=0.5, passes=2, batch_size=L, variant=variant, sampling=kw["sampling"])
     a = np.array([dp_scd(X, y, datafit, penalty, noise_scale=fast.noise_scales, seed=r,
-                         **run).w[0] for r in range(200)])
+                         **run).w[0] for r in range(150)])
     b = np.array([dp_scd(X, y, datafit, penalty, noise_scale=0.0, seed=None, secure=sec,
-                         **run).w[0] for _ in range(200)])
+                         **run).w[0] for _ in range(150)])
     assert stats.ks_2samp(a, b).pvalue > 1e-4
     se = math.sqrt(a.var() / a.size + b.var() / b.size)
     assert abs(a.mean() - b.mean()) <= 4 * se

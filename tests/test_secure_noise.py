@@ -225,8 +225,9 @@ def test_discrete_gaussian_renyi_divergence_below_the_continuous_one(s, sens):
 
 
 def test_secure_smoothness_release_is_its_pure_dp_line():
-    """Discrete Laplace of scale z·(m + 1) steps, sensitivity m + 1 steps, on p
-    coordinates: dp_accounting's PLD (DiscreteLaplaceDpEvent) gives ε′ at δ = 1e-12."""
+    """Discrete Laplace of scale laplace_scale(z, m + 1) = 1.0001·z·(m + 1) steps,
+    sensitivity m + 1 steps, on p coordinates: dp_accounting's PLD
+    (DiscreteLaplaceDpEvent) gives at most ε′ at δ = 1e-12."""
     rng = np.random.default_rng(2)
     n, p, eps = 500, 5, 0.3
     X = rng.standard_normal((n, p))
@@ -238,7 +239,8 @@ def test_secure_smoothness_release_is_its_pure_dp_line():
     bound = datafit.per_sample_smoothness(np.full((1, p), 5.0))[0]
     np.testing.assert_allclose(mech.sensitivity, bound / n * (m + 1) / m, rtol=1e-14)
     assert mech.kind == "discrete_laplace" and ledger.noise == "secure"
-    t = mech.noise_multiplier * (m + 1)
+    t = mech.noise_scale[0] / (bound[0] / n / m)  # in grid steps, as the ledger states
+    assert t == pytest.approx(1.0001 * mech.noise_multiplier * (m + 1), rel=1e-12)
     acc = pld_privacy_accountant.PLDAccountant(
         accounting.neighboring_relation("ADD_OR_REMOVE_ONE"))
     acc.compose(dp_event.DiscreteLaplaceDpEvent(1.0 / t, m + 1), p)
@@ -327,8 +329,7 @@ def test_secure_fit_at_epsilon_one_has_the_calibrated_noise_scale():
 
 def test_secure_mode_refuses_what_it_does_not_cover():
     X, y = _data(n=50)
-    for kwargs, match in ((dict(solver="dp_sgd"), "covers solver"),
-                          (dict(random_state=0), "random_state must be None"),
+    for kwargs, match in ((dict(random_state=0), "random_state must be None"),
                           (dict(noise="exact"), "noise")):
         with pytest.raises(ValueError, match=match):
             DPCoordinateDescentRegressor(**{"noise": "secure", **kwargs}).fit(X, y)
@@ -485,9 +486,13 @@ def test_workflow_secure_runs_record_no_seed(solver, monkeypatch, tmp_path):
             assert text not in logged
 
 
-def test_workflow_fast_runs_are_unchanged_and_secure_refusals():
+def test_workflow_fast_runs_are_unchanged_and_secure_refusals(monkeypatch):
     """Without ``noise`` (or with ``fast``) a chunk is today's seeded run; the
-    secure mode refuses the solvers it does not cover."""
+    secure mode runs DP-SGD, and refuses a solver whose spec has no secure mode."""
+    import dataclasses
+
+    from dpcd import algorithms
+    from dpcd.algorithms import registry
     from dpcd.sweep.run import run_chunk
 
     spec, problem = _sweep("dp_cd", "fast")
@@ -498,6 +503,13 @@ def test_workflow_fast_runs_are_unchanged_and_secure_refusals():
     assert (table["seed"] >= 0).all()
     spec, problem = _sweep("dp_sgd", "secure")
     spec["grid"] = {"step": [0.5], "clip": [1.0], "batch_size": [1]}
+    table, records = run_chunk(spec, 0, problem, 0.01)
+    assert set(table["seed"]) == {-1, -2, -3}
+    assert all(led.noise == "secure" for r in records for led in r.ledgers)
+    sgd = algorithms.get("dp_sgd")
+    monkeypatch.setitem(registry._SPECS, "plain", dataclasses.replace(
+        sgd, name="plain", privacy=dataclasses.replace(sgd.privacy, secure=False)))
+    spec["solver"] = "plain"
     with pytest.raises(ValueError, match="covers solver"):
         run_chunk(spec, 0, problem, 0.01)
 

@@ -6,7 +6,6 @@ only collects them, so a rule calls ``dpcd <stage> ...`` and nothing else.
 
 import argparse
 import importlib
-import importlib.metadata
 import signal
 import sys
 
@@ -23,14 +22,25 @@ SUBCOMMAND_MODULES = (
 OWN_COMMAND = {"data": "dpcd.data.cli", "budget": "dpcd.algorithms.budget"}
 
 
+class _Version(argparse.Action):
+    """``--version``, reading the installed version only when asked: importing
+    importlib.metadata costs every job's start-up tens of milliseconds."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import importlib.metadata
+
+        print(f"{parser.prog} {importlib.metadata.version('dpcd')}")
+        parser.exit()
+
+
 def build_parser(command=None):
     """Return the argument parser with every registered subcommand, or with
     only the module registering ``command`` when it is one of ours."""
     parser = argparse.ArgumentParser(
         prog="dpcd", description="Differentially private coordinate descent."
     )
-    parser.add_argument("--version", action="version",
-                        version=f"%(prog)s {importlib.metadata.version('dpcd')}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     modules = SUBCOMMAND_MODULES
     if command is not None:

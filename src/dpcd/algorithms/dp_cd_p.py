@@ -18,6 +18,7 @@ from dpcd.algorithms.base import (
 )
 from dpcd.algorithms.dp_cd import (calibrate_clipped, cd_noise, coordinate_clip, nominal,
                                    run_with)
+from dpcd.algorithms.prepare import BOUND_SHARE
 from dpcd.solvers import warmup
 
 SMOOTHNESS_FRACTION = Hyperparameter(
@@ -75,7 +76,7 @@ def calibrate(problem, config, budget, smoothness_count=None, private_bound=Fals
 
     ``smoothness_count``: constants released (default every coordinate; the
     estimators' intercept is public). ``private_bound``: a feature bound is
-    released first with half of the smoothness share, as the estimators do
+    released first with ``BOUND_SHARE`` of the smoothness share, as the estimators do
     without public ``bounds`` (:mod:`dpcd.privacy.bounds`).
     """
     fraction = config.get("smoothness_fraction", SMOOTHNESS_FRACTION.default)
@@ -89,10 +90,14 @@ def calibrate(problem, config, budget, smoothness_count=None, private_bound=Fals
     eps_smooth = fraction * budget.epsilon
     ledgers = []
     if private_bound:
-        eps_smooth /= 2.0
-        ledgers.append(feature_bound_ledger(problem.n_samples, eps_smooth))
+        eps_bound = BOUND_SHARE * eps_smooth
+        eps_smooth = eps_smooth - eps_bound
+        ledgers.append(feature_bound_ledger(problem.n_samples, eps_bound))
     count = p if smoothness_count is None else int(smoothness_count)
     ledgers.append(privacy.smoothness_ledger(problem.n_samples, np.ones(count), eps_smooth))
+    # secure: the same pure-DP lines, released on a grid by the run (their
+    # discrete noise is never below the continuous one's, privacy.secure)
+    ledgers = [dataclasses.replace(led, noise=budget.noise) for led in ledgers]
     ledger = privacy.Ledger.combine(ledgers + [calibration.ledger], algorithm="dp_cd_p")
     return dataclasses.replace(calibration, ledger=ledger,
                                epsilon_achieved=ledger.epsilon_achieved)

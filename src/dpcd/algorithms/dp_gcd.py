@@ -8,7 +8,6 @@ Empirical Risk Minimization by Greedy Coordinate Descent", AISTATS 2023.
 https://arxiv.org/abs/2207.01560
 """
 import numpy as np
-import scipy.sparse as sp
 
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import (
@@ -22,6 +21,7 @@ from dpcd.algorithms.base import (
     choice,
 )
 from dpcd.algorithms.dp_cd import cd_noise, coordinate_clip
+from dpcd.lazy import issparse
 from dpcd.solvers import warmup
 from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
@@ -107,7 +107,7 @@ def run(problem, config, seed, budget, private_smoothness=None):
     is (the solver walks it in CSC), dense X column-major.
     """
     calibration, secure = _calibrate(problem, config, budget)
-    X = problem.X if sp.issparse(problem.X) else problem.X_fortran
+    X = problem.X if issparse(problem.X) else problem.X_fortran
     result = solvers.dp_gcd(
         X, problem.y, problem.datafit, problem.penalty,
         smoothness=problem.smoothness, step=config["step"],

@@ -81,16 +81,32 @@ def calibrate(problem, config, budget, variant):
     return calibrate_secure(problem, config, budget, variant)[0]
 
 
+# seqDP-SCD's nominal passes: about SEQ_UPDATES record updates, at most
+# SEQ_MAX_PASSES passes (see nominal)
+SEQ_UPDATES = 300_000
+SEQ_MAX_PASSES = 30
+
+
 def nominal(n_samples, n_features, loss, variant="dual"):
     """DP-SCD's nominal hyperparameters: threshold 1 (the range of a logistic
     or hinge dual variable; a standardised target's residual) and one pass
     (every pass adds its noise to the shared vector, which no later update
     removes); dual batches of about sqrt(n) records (the noise of a batch is
     shared by its updates), seq and primal batches of one record or
-    coordinate (Lemmas 4 and 5: the sensitivity grows with the batch).
+    coordinate (Lemmas 4 and 5: the sensitivity grows with the batch);
+    seqDP-SCD takes more passes (below).
     """
     batch = max(1, round(math.sqrt(n_samples))) if variant == "dual" else 1
-    return {"clip": 1.0, "batch_size": batch, "passes": 1}
+    passes = 1
+    if variant == "seq":
+        # Under the noise rule (clip scaled so the prediction noise, which
+        # grows like C z sqrt(T), stays at its target) the distance a record's
+        # dual variable can travel, passes * C, grows like sqrt(passes) / z:
+        # more passes move seqDP-SCD further from the intercept (measured at
+        # n = 10 000, p = 20, epsilon = 1, 3 seeds: median R^2 0.02 -> 0.11,
+        # accuracy 0.53 -> 0.62 at 30 passes) at the cost of time; capped by updates.
+        passes = max(1, min(SEQ_MAX_PASSES, round(SEQ_UPDATES / n_samples)))
+    return {"clip": 1.0, "batch_size": batch, "passes": passes}
 
 
 def prediction_noise(problem, config, budget, private_smoothness=None, variant="dual"):

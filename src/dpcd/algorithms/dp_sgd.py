@@ -31,11 +31,22 @@ def check(config, problem):
 
 
 def calibrate(problem, config, budget):
-    """The noise of one DP-SGD configuration."""
+    """The noise of one DP-SGD configuration (secure mode: its lattice's)."""
+    if budget.noise == "secure":
+        return secure_calibration(problem, config, budget).calibration
     return privacy.calibrate_dp_sgd(
         problem.n_samples, int(config.get("batch_size", 1)), config["passes"],
         config["clip"], budget.epsilon, budget.delta, accountant=budget.accountant,
         relation=budget.neighbouring)
+
+
+def secure_calibration(problem, config, budget):
+    """The secure mode's grid, integer noise scale and ledger
+    (:func:`dpcd.privacy.secure_dp_sgd`)."""
+    return privacy.secure_dp_sgd(
+        problem.n_samples, int(config.get("batch_size", 1)), config["passes"],
+        config["clip"], budget.epsilon, budget.delta, problem.n_features,
+        accountant=budget.accountant, relation=budget.neighbouring)
 
 
 def nominal(n_samples, n_features, loss):
@@ -86,16 +97,20 @@ def run_many(problem, configs, seeds, budgets):
     out = [None] * len(configs)
     by_batch = {}
     for index, config in enumerate(configs):
-        by_batch.setdefault(int(config.get("batch_size", 1)), []).append(index)
+        key = (int(config.get("batch_size", 1)), budgets[index].noise)
+        by_batch.setdefault(key, []).append(index)
     # hinge has no smoothness constant: the step is the learning rate itself
     beta = 1.0 if problem.global_smoothness is None else problem.global_smoothness
-    for batch_size, indices in by_batch.items():
+    for (batch_size, noise), indices in by_batch.items():
+        lattices = ([secure_calibration(problem, configs[i], budgets[i]) for i in indices]
+                    if noise == "secure" else None)
         calibrations = [
             privacy.calibrate_dp_sgd(
                 problem.n_samples, batch_size, configs[i]["passes"], configs[i]["clip"],
                 budgets[i].epsilon, budgets[i].delta, accountant=budgets[i].accountant,
                 relation=budgets[i].neighbouring)
-            for i in indices]
+            for i in indices] if lattices is None else [
+                lattice.calibration for lattice in lattices]
         results = solvers.dp_sgd_many(
             problem.X_rows, problem.y, problem.datafit, problem.penalty,
             steps=[configs[i]["step"] for i in indices],
@@ -103,7 +118,7 @@ def run_many(problem, configs, seeds, budgets):
             noise_scales=[c.noise_scales for c in calibrations],
             passes=[budgets[i].passes(configs[i]) for i in indices],
             seeds=[seeds[i] for i in indices], batch_size=batch_size,
-            global_smoothness=beta, check_input=False,
+            global_smoothness=beta, check_input=False, secure=lattices,
         )
         for i, result, calibration in zip(indices, results, calibrations):
             ledger = calibration.ledger
@@ -121,7 +136,7 @@ SPEC = Algorithm(
     required=("step", "clip"),
     check=check,
     privacy=Privacy(calibrate=calibrate, relations=privacy.DP_SGD_RELATIONS,
-                    sampling="poisson", candidate=True),
+                    sampling="poisson", candidate=True, secure=True),
     preparation=Preparation(smoothness="global", defaults=nominal,
                             prediction_noise=prediction_noise),
     runtime=Runtime(family="dp_sgd", warm=warmup.dp_sgd, run_many=run_many,

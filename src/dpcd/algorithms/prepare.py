@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpcd import privacy
 from dpcd.algorithms.problem import SweepProblem
-from dpcd.privacy.bounds import private_feature_bound, secure_feature_bound
+from dpcd.lazy import issparse
+from dpcd.privacy.bounds import FACTOR, private_feature_bound, secure_feature_bound
 from dpcd.privacy.smoothness import pooled_smoothness
 from dpcd.problems import make_problem
 
@@ -133,7 +133,7 @@ def smooth(spec, X, y, fit):
         spec.check(config, {"loss": fit.loss, "penalty": fit.penalty,
                             "n_samples": n_samples, "n_features": n_features})
     bound = check_bounds(fit.bounds, n_features)
-    if sp.issparse(X):  # M_j = c * ||X_j||^2 / n without densifying
+    if issparse(X):  # M_j = c * ||X_j||^2 / n without densifying
         per_entry = datafit.per_sample_smoothness(np.ones((1, 1)))[0, 0]
         smoothness = per_entry * np.asarray(X.multiply(X).sum(axis=0)).ravel() / n_samples
     else:
@@ -146,8 +146,12 @@ def smooth(spec, X, y, fit):
     if fit.fit_intercept:
         # constant feature 1: M_j = per-sample constant, known without the data
         ones = np.ones((n_samples, 1))
-        X = (sp.hstack([X, sp.csc_matrix(ones)], format="csc") if sp.issparse(X)
-             else np.hstack([X, ones]))
+        if issparse(X):
+            import scipy.sparse as sp
+
+            X = sp.hstack([X, sp.csc_matrix(ones)], format="csc")
+        else:
+            X = np.hstack([X, ones])
         smoothness = np.append(smoothness, datafit.per_sample_smoothness(
             np.ones((1, 1)))[0, 0])
     estimate = None
@@ -165,7 +169,7 @@ def smooth(spec, X, y, fit):
         X=X, y=y, datafit=datafit, penalty=penalty, smoothness=smoothness,
         global_smoothness=(datafit.global_smoothness(X) if spec.preparation.smoothness == "global"
                            else np.nan),
-        max_abs=(abs(X).max(axis=0).toarray().ravel() if sp.issparse(X)
+        max_abs=(abs(X).max(axis=0).toarray().ravel() if issparse(X)
                  else np.abs(X).max(axis=0)),
     )
     return Prepared(problem, config, estimate)
@@ -238,22 +242,52 @@ def clip_unit(datafit, smoothness, loss):
     return float(np.sqrt(g * g / c * np.sum(smoothness)))
 
 
+# Share of the smoothness budget that releases a feature bound when none is
+# given (the constants get the rest): the release is sharp at little epsilon
+# (its utility moves by whole records), the constants' noise is not
+# (docs/defaults.md has the measurements).
+BOUND_SHARE = 0.25
+# |x| <= GAUSSIAN_BOUND covers 99.7 % of a standardised Gaussian feature.
+GAUSSIAN_BOUND = 3.0
+
+
+def gaussian_bound(released, n_features):
+    """The bound on ``|x_ij|`` that clips the smoothness constants, from the
+    released one (:data:`dpcd.privacy.bounds.FACTOR` times a median ``m`` of
+    the rows' ``max_j |x_ij|``): ``GAUSSIAN_BOUND * m / m_p`` with ``m_p``
+    that median for ``n_features`` independent standard Gaussian features.
+
+    Standardised Gaussian features get 3 whatever their number (``2 m``
+    grows like ``sqrt(2 log p)``: 5.7 at p = 100, so that the constants,
+    whose noise grows like the bound squared, were released with 3.6 times
+    the noise); heavier tails get a proportionally larger bound. Never
+    tighter than ``2 m`` up to p = 4 features, where a single large entry
+    decides a row's maximum. Post-processing of the release: free.
+    """
+    from scipy.stats import norm
+
+    m_p = float(norm.ppf(0.5 * (1.0 + 0.5 ** (1.0 / n_features))))
+    return GAUSSIAN_BOUND * (released / FACTOR) / m_p
+
+
 def private_smoothness(X, datafit, fit, rng, bound):
     """Release the M_j privately with ``smoothness_fraction * epsilon`` (App. F).
 
-    Without a public ``bound``, half of that share first releases one
-    (:func:`dpcd.privacy.bounds.private_feature_bound`, or in the secure
-    noise mode :func:`~dpcd.privacy.bounds.secure_feature_bound`). With ``step`` left at
+    Without a public ``bound``, :data:`BOUND_SHARE` of that share first
+    releases one (:func:`dpcd.privacy.bounds.private_feature_bound`, or in the
+    secure noise mode :func:`~dpcd.privacy.bounds.secure_feature_bound`),
+    rescaled by :func:`gaussian_bound`. With ``step`` left at
     ``"auto"`` the constants are then pooled and raised
     (:func:`dpcd.privacy.smoothness.pooled_smoothness`, post-processing).
     """
     eps_smooth, _ = privacy.split_smoothness_budget(fit.epsilon, fit.smoothness_fraction)
     ledgers = []
     if bound is None:
-        eps_smooth /= 2.0
-        b, ledger = (secure_feature_bound(X, eps_smooth) if fit.noise == "secure"
-                     else private_feature_bound(X, eps_smooth, rng))
-        bound = np.full(X.shape[1], b)
+        eps_bound = BOUND_SHARE * eps_smooth
+        eps_smooth = eps_smooth - eps_bound
+        b, ledger = (secure_feature_bound(X, eps_bound) if fit.noise == "secure"
+                     else private_feature_bound(X, eps_bound, rng))
+        bound = np.full(X.shape[1], gaussian_bound(b, X.shape[1]))
         ledgers.append(ledger)
     M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
                                             feature_bound=bound, noise=fit.noise)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
+
+from dpcd.lazy import issparse
 
 
 @dataclass
@@ -72,7 +73,7 @@ class SweepProblem:
     @property
     def is_sparse(self):
         """True when X is a scipy sparse (CSC) matrix."""
-        return sp.issparse(self.X)
+        return issparse(self.X)
 
     @property
     def X_csc(self):

@@ -7,8 +7,6 @@ with the package); this module loads and queries it.
 import functools
 import os
 
-import yaml
-
 REGISTRY_PATH = os.path.join(os.path.dirname(__file__), "registry.yaml")
 # Tests (and a lab with private sources) may substitute a registry file; the
 # workflow's jobs inherit the variable.
@@ -17,6 +15,8 @@ REGISTRY_ENV = "DPCD_DATA_REGISTRY"
 
 @functools.lru_cache(maxsize=None)
 def _load(path):
+    import yaml  # here: every job imports this package, few read the registry
+
     with open(path) as fh:
         return yaml.safe_load(fh)
 

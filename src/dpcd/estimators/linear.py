@@ -341,9 +341,10 @@ _PARAMETERS_DOC = """
     passes : int or "auto", default="auto"
         Passes over the coordinates (DP-CD: ``passes * n_features`` updates)
         or over the data (DP-SGD, DP-SCD; DP-GCD: ``passes`` greedy
-        iterations).  ``"auto"``: 10 (DP-CD, DP-SGD), one (DP-SCD: each pass
-        adds noise no later update removes), two greedy iterations per
-        coordinate up to 200 (DP-GCD).
+        iterations).  ``"auto"``: 10 (DP-CD, DP-SGD), one (dual and primal
+        DP-SCD: each pass adds noise no later update removes), about
+        300 000 record updates up to 30 passes (seqDP-SCD), two greedy
+        iterations per coordinate up to 200 (DP-GCD).
     step : float or "auto", default="auto"
         γ: coordinate steps ``γ / M_j`` (DP-CD) or step ``γ / β`` (DP-SGD).
         ``"auto"``: 1, the theory's step; dp_cd_p then steps with its

@@ -11,14 +11,17 @@ inputs.  See :mod:`dpcd.tuning.search` and
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from dpcd import privacy
 from dpcd.estimators.linear import _seed_of
 from dpcd.leak import warn_nonprivate
+from dpcd.tuning.candidates import secure_refusal
+from dpcd.tuning.draws import grid_configurations
 from dpcd.tuning.search import private_search
 from dpcd.tuning.settings import SearchSettings
 
@@ -43,7 +46,8 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
         ``dp_sgd`` (under replace-one as unsampled Gaussians of sensitivity
         2C, or ``"add_or_remove_one"`` / ``"replace_special"``); ``dp_scd``
         under ``"replace_special"``.  Its ``epsilon``, ``delta``,
-        ``accountant`` and ``random_state`` are set by the search.
+        ``accountant`` and ``random_state`` are set by the search (and
+        ``noise``: see ``random_state``).
     param_grid : dict of lists
         Hyperparameters to draw from, uniformly, independently of the data
         (at least 2 configurations).
@@ -75,7 +79,15 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
         ledger then lists the non-private input ``score_clip``).
     validation_fraction : float in (0, 1), default=0.2
     random_state : int, RandomState instance or None
-        Seed of K, the draws, the split and every candidate's streams.
+        None (the default): the secure mode when every configuration's
+        training has one (docs/secure_noise.md, "Private search"): the
+        candidates fit with ``noise="secure"``, K (geometric) is drawn
+        exactly, each score is rounded to a grid and gets exact integer
+        noise, exact ties are broken uniformly, and the seeds come from the
+        OS and are never recorded; the ledger's ``noise`` says ``secure``.
+        An int (or instance): seed of K, the draws, the split and every
+        candidate's streams, in the fast mode: a reproducible run for
+        research, not for release.
 
     Attributes
     ----------
@@ -146,8 +158,12 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
             validation_fraction=self.validation_fraction).checked()  # before the data
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=not self._is_classifier())
+        noise = self._noise(*X.shape)
+        # secure: the draws' seed from the OS, held only while the fit runs
+        seed = (privacy.secure.secure_entropy() if noise == "secure"
+                else _seed_of(self.random_state))
         result = private_search(self.estimator, self.param_grid, X, y, self.epsilon,
-                                self.delta, settings, _seed_of(self.random_state))
+                                self.delta, settings, seed, noise=noise)
         self.best_estimator_ = result.estimator
         if result.estimator is not None:  # the user's, not the noise's seed
             result.estimator.set_params(random_state=self.random_state)
@@ -159,6 +175,25 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
             self.classes_ = result.estimator.classes_
         warn_nonprivate(result.ledger.nonprivate_inputs)
         return self
+
+    def _noise(self, n_samples, n_features):
+        """The search's noise mode: secure when ``random_state`` is None, the
+        template's ``noise`` is not ``"fast"`` and every configuration's
+        training is a secure candidate
+        (:func:`dpcd.tuning.candidates.secure_refusal`); else fast (and with
+        the template's ``noise="secure"``, refused with the reason)."""
+        wanted = getattr(self.estimator, "noise", "auto")
+        if wanted == "fast" or self.random_state is not None:
+            return "fast"  # a template noise="secure" refuses the seeded candidates
+        delta = 1.0 / n_samples ** 2 if self.delta is None else self.delta
+        reasons = sorted({reason for config in grid_configurations(self.param_grid)
+                          if (reason := secure_refusal(clone(self.estimator).set_params(
+                              **config), n_samples, n_features, self.epsilon, delta))})
+        if not reasons:
+            return "secure"
+        if wanted == "secure":
+            raise ValueError(f"noise='secure' in a private search: {reasons[0]}")
+        return "fast"
 
     def _is_classifier(self):
         return get_tags(self.estimator).estimator_type == "classifier"

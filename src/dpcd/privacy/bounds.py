@@ -52,8 +52,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import scipy.sparse as sp
 
+from dpcd.lazy import issparse
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.validation import check_epsilon, check_n
 
@@ -128,7 +128,7 @@ def private_feature_bound(X, epsilon, rng, quantile=DEFAULT_QUANTILE,
         raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
     if not isinstance(rng, np.random.Generator):
         raise ValueError("rng must be a numpy.random.Generator")
-    row_max = (abs(X).max(axis=1).toarray().ravel() if sp.issparse(X)
+    row_max = (abs(X).max(axis=1).toarray().ravel() if issparse(X)
                else np.abs(np.asarray(X, dtype=float)).max(axis=1))
     probabilities = bound_probabilities(row_max, epsilon, quantile, relation)
     bound = FACTOR * float(GRID[rng.choice(GRID.size, p=probabilities)])
@@ -159,7 +159,7 @@ def secure_feature_bound(X, epsilon, relation="replace_one", state=None):
 
     epsilon = check_epsilon(epsilon)
     n = check_n(X.shape[0])
-    row_max = np.sort(abs(X).max(axis=1).toarray().ravel() if sp.issparse(X)
+    row_max = np.sort(abs(X).max(axis=1).toarray().ravel() if issparse(X)
                       else np.abs(np.asarray(X, dtype=float)).max(axis=1))
     gaps = np.abs(2 * np.searchsorted(row_max, GRID, side="right") - n)
     gaps = gaps - gaps.min()  # m_k, integers >= 0

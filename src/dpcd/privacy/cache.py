@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import tempfile
@@ -32,11 +32,21 @@ ENV = "DPCD_CALIBRATION_CACHE"
 # key carries it, so old entries are then simply never read again.
 CALIBRATION_VERSION = 6
 
-_DP_ACCOUNTING_VERSION = importlib.metadata.version("dp-accounting")
 
-# Seconds spent in :func:`cached` by this process and how many entries it
-# computed: a solve job reports them in its overhead ledger.
-STATS = {"seconds": 0.0, "calls": 0, "computed": 0}
+@functools.cache
+def _dp_accounting_version():
+    # read on the first key, not at import: importlib.metadata costs a job
+    # that never calibrates tens of milliseconds of start-up
+    import importlib.metadata
+
+    return importlib.metadata.version("dp-accounting")
+
+
+# Seconds spent in :func:`cached` by this process (wall, and CPU: a job
+# waiting for another's computation of the same entry spends wall, not CPU),
+# its calls and how many entries it computed: a solve job reports them in
+# its overhead ledger.
+STATS = {"seconds": 0.0, "cpu_seconds": 0.0, "calls": 0, "computed": 0}
 
 # Entries this process has already read or computed (a sweep asks for the same
 # calibration once per seed and configuration).
@@ -51,7 +61,7 @@ def cache_dir() -> str | None:
 def key_of(kind: str, inputs: dict) -> tuple[str, dict]:
     """The sha256 of a calibration's canonical JSON key, and the key itself."""
     key = {"kind": kind, "inputs": inputs, "calibration_version": CALIBRATION_VERSION,
-           "dp_accounting": _DP_ACCOUNTING_VERSION}
+           "dp_accounting": _dp_accounting_version()}
     text = json.dumps(key, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), key
 
@@ -94,11 +104,12 @@ def cached(kind: str, inputs: dict, compute):
     value
         The cached or freshly computed value.
     """
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         return _cached(kind, inputs, compute)
     finally:
         STATS["seconds"] += time.perf_counter() - start
+        STATS["cpu_seconds"] += time.process_time() - cpu
         STATS["calls"] += 1
 
 

@@ -400,6 +400,63 @@ def secure_dp_gcd(calibration, n: int, resolution: int = RESOLUTION) -> SecureGc
                      gradient_scale=gradient_scale, calibration=cal)
 
 
+# Discrete Laplace scales tried, as ratios to ``z·(m + 1)`` grid steps (see
+# :func:`laplace_scale`): at the ratio 1 its Rényi divergences exceed the
+# continuous Laplace's by up to about 5·10⁻⁷ of their value; 1.0001 clears it.
+LAPLACE_RATIOS = (1.0001, 1.001, 1.01)
+
+# Relative float error allowed for in :func:`discrete_laplace_rdp` (the
+# margin below the continuous Laplace's Rényi divergence it must keep).
+_RDP_MARGIN = 1e-6
+
+
+def discrete_laplace_rdp(order: float, sensitivity: int, scale: float) -> float:
+    """Rényi divergence of order ``order`` > 1 between the discrete Laplace
+    ``∝ exp(−|k|/scale)`` and its shift by the integer ``sensitivity`` Δ.
+
+    In closed form, with ``q = e^{−1/t}``, ``c = (1 − q)/(1 + q)`` and
+    ``r = q^{2α−1}``, ``Σ_k P(k)^α Q(k)^{1−α}`` is ``c·q^{(1−α)Δ}/(1 − q)``
+    (k ≤ 0) ``+ c·q^{αΔ}/(1 − q)`` (k ≥ Δ) ``+ c·q^{(1−α)Δ}·r(1 − r^{Δ−1})/(1 − r)``
+    (0 < k < Δ); evaluated in logarithms (relative error far below 10⁻⁶,
+    checked against exact sums in the tests).
+    """
+    a, d, x = float(order), int(sensitivity), 1.0 / float(scale)
+    if not a > 1 or d < 1:
+        raise ValueError(f"need order > 1 and an integer sensitivity >= 1, got {order}, {d}")
+    log_1mq = math.log(-math.expm1(-x))
+    log_c = log_1mq - math.log1p(math.exp(-x))
+    terms = [(a - 1) * d * x - log_1mq, -a * d * x - log_1mq]
+    if d > 1:
+        b = (2 * a - 1) * x
+        terms.append((a - 1) * d * x - b + math.log(-math.expm1(-b * (d - 1)))
+                     - math.log(-math.expm1(-b)))
+    top = max(terms)
+    log_sum = log_c + top + math.log(math.fsum(math.exp(t - top) for t in terms))
+    return log_sum / (a - 1)
+
+
+@functools.lru_cache(maxsize=256)
+def laplace_scale(multiplier: float, steps: int) -> float:
+    """Discrete Laplace scale (grid steps) whose Rényi divergences at integer
+    sensitivity ``steps`` are at most the continuous ``LaplaceDpEvent(multiplier)``'s
+    at every order of dp_accounting's RDP accountant: ``r·multiplier·steps`` for the
+    first ``r`` of :data:`LAPLACE_RATIOS` that passes, with a relative margin of
+    10⁻⁶.  So a discrete Laplace release may stand for the continuous event in
+    an RDP composition (a private search's score, DP-CD-P's smoothness release
+    as a candidate); its pure ε only shrinks (``steps/scale``)."""
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    z = float(multiplier)
+    orders = rdp.RdpAccountant()._orders
+    bound = [rdp._laplace_rdp(1.0 / z, a) * (1 - _RDP_MARGIN) for a in orders]
+    for ratio in LAPLACE_RATIOS:
+        scale = ratio * z * steps
+        if all(discrete_laplace_rdp(a, steps, scale) <= b for a, b in zip(orders, bound)):
+            return scale
+    raise ValueError(f"no discrete Laplace scale within {LAPLACE_RATIOS[-1]} of the "
+                     f"continuous one at multiplier {z}")
+
+
 def secure_laplace_release(means, sensitivity, multiplier: float,
                            resolution: int = RESOLUTION):
     """``means`` released with exact discrete Laplace noise on the grid ``Δ_j/m``.
@@ -407,8 +464,10 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
     The continuous release adds ``Lap(λ_j)`` with ``λ_j = z·Δ_j`` (``z`` the
     noise ``multiplier``); here the
     means are rounded to ``γ_j = Δ_j/m``, charged ``m + 1`` steps, and get a
-    discrete Laplace of scale ``z·(m + 1)`` steps: each coordinate is
-    ``Δ/λ``-DP as before, with ``λ_j = z·(Δ_j + γ_j)``.
+    discrete Laplace of scale :func:`laplace_scale` ``(z, m + 1)``, i.e.
+    ``1.0001·z·(m + 1)`` steps: each coordinate is at most ``Δ/λ``-DP as
+    before, with ``λ_j = z·(Δ_j + γ_j)``, and its Rényi divergences are at
+    most the continuous Laplace's (what a private search composes).
 
     Returns
     -------
@@ -419,7 +478,7 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
     sensitivity = np.asarray(sensitivity, dtype=np.float64)
     z = float(multiplier)
     grid = sensitivity / resolution
-    k = discrete_laplace(z * (resolution + 1), sensitivity.size)
+    k = discrete_laplace(laplace_scale(z, resolution + 1), sensitivity.size)
     noisy = grid * (round_to_grid(means, grid) + k)
     return noisy, (resolution + 1) * grid
 
@@ -638,10 +697,10 @@ def secure_lattice(calibrate, epsilon: float, delta: float, *, clip: float, unit
                            integer_scale=s, slack=a, calibration=secure_cal)
 
 
-__all__ = ["GUARANTEES", "LATTICE_MIN_SCALE", "LATTICE_SHARE", "LATTICE_TAIL",
+__all__ = ["GUARANTEES", "LAPLACE_RATIOS", "LATTICE_MIN_SCALE", "LATTICE_SHARE", "LATTICE_TAIL",
            "LATTICE_TAIL_DELTA", "LatticeGaussian", "NOISE_MODES", "PLD_RATIOS", "RESOLUTION",
            "SECURE_FEATURE_BOUND", "SecureGaussian", "SecureGcd", "check_accountant",
            "check_grid", "discrete_gaussian", "discrete_gaussian_epsilon", "discrete_laplace",
-           "lattice_closeness", "lattice_grid", "lattice_log_tail", "lattice_sensitivity",
-           "round_to_grid", "secure_dp_cd", "secure_dp_gcd", "secure_entropy",
-           "secure_laplace_release", "secure_lattice"]
+           "discrete_laplace_rdp", "laplace_scale", "lattice_closeness", "lattice_grid",
+           "lattice_log_tail", "lattice_sensitivity", "round_to_grid", "secure_dp_cd",
+           "secure_dp_gcd", "secure_entropy", "secure_laplace_release", "secure_lattice"]

@@ -25,13 +25,14 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import scipy.sparse as sp
 
+from dpcd.lazy import issparse
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.privacy.secure import (
     NOISE_MODES,
     RESOLUTION,
     check_grid,
+    laplace_scale,
     secure_laplace_release,
 )
 from dpcd.privacy.validation import check_choice, check_clip, check_epsilon, check_n
@@ -116,8 +117,10 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
     ledger : Ledger
         One pure-DP budget line, group ``"smoothness"``.
     """
-    sparse = sp.issparse(per_sample)
+    sparse = issparse(per_sample)
     if sparse:
+        import scipy.sparse as sp
+
         per_sample = sp.coo_matrix(per_sample, dtype=float)
     else:
         per_sample = np.asarray(per_sample, dtype=float)
@@ -147,9 +150,12 @@ def private_smoothness(per_sample, bounds, epsilon, rng, sensitivity="replace_on
                                                 mech.noise_multiplier)
         mech = dataclasses.replace(
             mech, kind="discrete_laplace", sensitivity=charged.tolist(),
-            noise_scale=(mech.noise_multiplier * charged).tolist(),
+            noise_scale=(laplace_scale(mech.noise_multiplier, RESOLUTION + 1)
+                         / (RESOLUTION + 1) * charged).tolist(),
             note=f"{mech.note}; rounded to the grid Δ_j/{RESOLUTION}, sensitivity "
-                 f"Δ_j + grid, exact discrete Laplace")
+                 f"Δ_j + grid, exact discrete Laplace of scale "
+                 f"{laplace_scale(mech.noise_multiplier, RESOLUTION + 1):.6g} grid steps "
+                 "(its Renyi divergences at most the continuous Laplace's)")
         ledger = dataclasses.replace(ledger, mechanisms=[mech], noise="secure")
     else:
         check_choice(noise, "noise", NOISE_MODES)
@@ -224,8 +230,13 @@ def estimate_smoothness(datafit, X, epsilon, rng, feature_bound=None, noise="fas
     M_private : numpy.ndarray, shape (n_features,)
     ledger : Ledger
     """
-    sparse = sp.issparse(X)
-    X = sp.csc_matrix(X, dtype=float) if sparse else np.asarray(X, dtype=float)
+    sparse = issparse(X)
+    if sparse:
+        import scipy.sparse as sp
+
+        X = sp.csc_matrix(X, dtype=float)
+    else:
+        X = np.asarray(X, dtype=float)
     from_data = feature_bound is None
     if from_data:
         feature_bound = 2.0 * (abs(X).max(axis=0).toarray().ravel() if sparse

@@ -12,15 +12,14 @@ References
 """
 import numpy as np
 
-import scipy.sparse as sp
-
+from dpcd.lazy import issparse
 from dpcd.problems import _jit
 
 
 def _largest_eigenvalue_gram(X):
     """Largest eigenvalue of ``X^T X`` (squared spectral norm of X)."""
     n_samples, n_features = X.shape
-    if sp.issparse(X) and min(n_samples, n_features) <= 2000:
+    if issparse(X) and min(n_samples, n_features) <= 2000:
         # dorothea (800 x 88 119): the small Gram matrix, X never densified
         gram = X.T @ X if n_features <= n_samples else X @ X.T
         return float(np.linalg.eigvalsh(gram.toarray())[-1])
@@ -109,7 +108,7 @@ class BaseDatafit:
         -------
         M : array, shape (n_features,)
         """
-        if sp.issparse(X):  # column norms without densifying
+        if issparse(X):  # column norms without densifying
             sq = np.asarray(X.multiply(X).sum(axis=0), dtype=np.float64).ravel()
             return self._sample_constant * sq / X.shape[0]
         X = np.asarray(X, dtype=np.float64)
@@ -121,7 +120,7 @@ class BaseDatafit:
         ``2 lambda_max(X^T X) / n`` for squares, ``lambda_max(X^T X) / (4 n)``
         for logistic; DP-SGD uses the step ``gamma / beta``.
         """
-        if not sp.issparse(X):
+        if not issparse(X):
             X = np.asarray(X, dtype=np.float64)
         return self._sample_constant * _largest_eigenvalue_gram(X) / X.shape[0]
 

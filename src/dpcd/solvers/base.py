@@ -2,7 +2,8 @@
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
+
+from dpcd.lazy import issparse
 
 
 @dataclass
@@ -89,7 +90,7 @@ def as_design(X, layout="csc"):
     """
     if layout not in ("csc", "csr"):
         raise ValueError(f"layout must be 'csc' or 'csr', got {layout!r}")
-    if sp.issparse(X):
+    if issparse(X):
         X = X.asformat(layout)
         if X.dtype != np.float64:
             X = X.astype(np.float64)
@@ -116,7 +117,7 @@ def check_design(X, y, datafit, layout, check_input=True):
     shape : tuple of int
         ``(n_samples, n_features)``.
     """
-    if not sp.issparse(X):
+    if not issparse(X):
         X, y = check_data(X, y, datafit, "F" if layout == "csc" else "C", check_input)
         return as_design(X, layout)[0], y, X.shape
     design, (n_samples, n_features) = as_design(X, layout)

@@ -15,6 +15,7 @@ from numba import njit
 
 from dpcd.solvers._normal import new_stream, take_normals
 from dpcd.solvers import _dp_sgd_independent as independent
+from dpcd.solvers import _dp_sgd_secure
 from dpcd.solvers._prefetch import prefetch, prefetch_row
 from dpcd.solvers._sgd_steps import (_add_clipped_gradient, _clipped_derivative, _dot_row,
                                      _objectives, _prox_form, _prox_step,
@@ -367,7 +368,7 @@ def _dp_sgd_kernel_runs_inner(sparse, X, data, indices, indptr, y, WT, datafit_c
             c += 1
 
 def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
-           batch_size=1, global_smoothness=None, check_input=True):
+           batch_size=1, global_smoothness=None, check_input=True, secure=None):
     """Proximal DP-SGD with per-sample L2 clipping and Poisson sampling.
 
     Each step samples every record independently with probability
@@ -409,6 +410,11 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     check_input : bool, default=True
         Scan ``X`` for NaN/inf and check ``y``; False when the caller already
         did (a sweep validates its data once, not once per run).
+    secure : dpcd.privacy.secure.LatticeGaussian, optional
+        The secure mode (:mod:`dpcd.solvers._dp_sgd_secure`): batches,
+        rounding to ``secure.grid`` and exact discrete Gaussian noise of
+        ``secure.integer_scale`` grid steps, all from a keystream keyed by
+        the OS; ``noise_scale`` and ``seed`` are then unused.
 
     Returns
     -------
@@ -427,13 +433,14 @@ def dp_sgd(X, y, datafit, penalty, *, step, clip, noise_scale, passes, seed,
     (result,) = dp_sgd_many(
         X, y, datafit, penalty, steps=[step], clips=[clip], noise_scales=[noise_scale],
         passes=[passes], seeds=[seed], batch_size=batch_size,
-        global_smoothness=global_smoothness, check_input=check_input, _inclusions=True)
+        global_smoothness=global_smoothness, check_input=check_input, _inclusions=True,
+        secure=None if secure is None else [secure])
     return result
 
 
 def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, seed=None,
                 seeds=None, batch_size=1, global_smoothness=None, check_input=True,
-                _inclusions=False):
+                _inclusions=False, secure=None):
     """K runs of :func:`dp_sgd` in shared kernel calls.
 
     With ``seeds`` (one per run; what a sweep passes): each run draws its
@@ -465,6 +472,9 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
     seeds : sequence, length K, optional
         One ``SeedSequence`` seed (int or list of int) per run; exclusive
         with ``seed``.
+    secure : sequence of dpcd.privacy.secure.LatticeGaussian, length K, optional
+        The secure mode of each run (see :func:`dp_sgd`): each run alone in
+        its kernel call, on its own keystream; seeds unused.
 
     Returns
     -------
@@ -510,6 +520,14 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
     # longest runs first: the runs still going at any step are a prefix. Every
     # step sweeps the iterates and their gradient sums: a call takes at most
     # _CALL_ENTRIES of each, so that they stay in the L2 cache.
+    if secure is not None:
+        if len(secure) != n_runs:
+            raise ValueError(f"give one secure calibration per run ({n_runs}), "
+                             f"got {len(secure)}")
+        return [_secure_result(design, y, n_features, datafit, penalty, steps[k] / beta,
+                               clips[k], batch_size, row_norms, q, n_steps[k],
+                               ckpt_steps[k], checkpoints[k], secure[k], beta, _inclusions)
+                for k in range(n_runs)]
     order = np.argsort(-n_steps, kind="stable")
     per_call = max(1, _CALL_ENTRIES // n_features)
     if seeds is not None:
@@ -543,6 +561,20 @@ def dp_sgd_many(X, y, datafit, penalty, *, steps, clips, noise_scales, passes, s
                 time=elapsed * n_steps[k] / max(1, n_steps[runs].sum()), extra=extra,
                 checkpoints=checkpoints[k])
     return results
+
+
+def _secure_result(design, y, n_features, datafit, penalty, eta, clip, batch_size, row_norms,
+                   q, n_steps, ckpt_steps, checkpoints, lattice, beta, inclusions):
+    """One secure run (:mod:`dpcd.solvers._dp_sgd_secure`) as a SolverResult."""
+    w, obj, counts, elapsed = _dp_sgd_secure.run_secure(
+        design, y, n_features, datafit.code, penalty.code, penalty.params, eta, clip,
+        batch_size, row_norms, q, n_steps, ckpt_steps, lattice)
+    extra = {"n_steps": int(n_steps), "step_size": eta, "global_smoothness": beta,
+             "sampling_rate": q, "runs_in_call": 1}
+    if inclusions:
+        extra["inclusions"] = counts
+    return SolverResult(w=w.copy(), objective=obj, n_updates=int(n_steps), time=elapsed,
+                        extra=extra, checkpoints=checkpoints)
 
 
 # iterate entries (runs x features) per kernel call: 256 KB of iterates and

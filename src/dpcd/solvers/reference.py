@@ -15,9 +15,9 @@ import logging
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit
 
+from dpcd.lazy import issparse
 from dpcd.problems import (
     check_smoothness,
     duality_gap,
@@ -139,7 +139,7 @@ def _newton_polish(X, y, w, datafit, penalty, n_steps=8):
     if support.size == 0 or support.size > min(X.shape[0], 1000):
         return w
     Xs = X[:, support]
-    if sp.issparse(Xs):  # a small support (dorothea: ~72 of 88 119 columns)
+    if issparse(Xs):  # a small support (dorothea: ~72 of 88 119 columns)
         Xs = Xs.toarray()
     n_samples = X.shape[0]
     f_cur = objective(X, y, w, datafit, penalty)
@@ -214,8 +214,10 @@ def reference_solve(X, y, datafit, penalty, *, tol=1e-10, max_iter=100_000,
         duality gap or None), ``rel_gap``, ``kkt``, ``converged``, ``n_epochs``.
     """
     require_smooth(datafit, "reference_solve")
-    sparse = sp.issparse(X)
+    sparse = issparse(X)
     if sparse:
+        import scipy.sparse as sp
+
         X = sp.csc_matrix(X, dtype=np.float64)
         X.sort_indices()
         y = np.ascontiguousarray(y, dtype=np.float64)

@@ -97,7 +97,7 @@ def cmd_solve(args):
     start = time.perf_counter()
     algorithms.warmup(sorted({solver.get("adapter", solver["solver"]) for solver in solvers}))
     split["jit"] = time.perf_counter() - start
-    calibration0 = cache.STATS["seconds"]
+    calibration0 = dict(cache.STATS)
     start = time.perf_counter()
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
     if fresh:
@@ -108,7 +108,11 @@ def cmd_solve(args):
     records = [record for _, _, part in parts for record in part]
     log.info("%d configurations run, %d rows in %.1f s", len(records_run(records)), len(records),
              time.perf_counter() - start)
-    split["calibration"] = cache.STATS["seconds"] - calibration0
+    split["calibration"] = cache.STATS["seconds"] - calibration0["seconds"]
+    # the calibrations' CPU, calls and entries computed (not read): how much of
+    # their wall was computing, and which events more than one job asked for
+    calibrations = {key: cache.STATS[key] - calibration0[key]
+                    for key in ("cpu_seconds", "calls", "computed")}
     split["kernels"] = kernel_seconds(records)
     stage = "fresh" if fresh else spec.get("stage")  # staged search, fresh seeds
     job = job_name(spec["experiment"], args.chunk, None if fresh else spec["solver"], stage)
@@ -119,6 +123,10 @@ def cmd_solve(args):
     log.info("wrote %d MLflow runs in %.1f s", len(records), split["mlflow"])
     table = parts[0][1] if len(parts) == 1 else pd.concat(
         [runs for _, runs, _ in parts], ignore_index=True)
+    if spec.get("first_seed"):  # a staged confirm: the first seed's runs ran before
+        from dpcd.sweep.staged import with_first_seed
+
+        table = with_first_seed(table, [pd.read_parquet(path) for path in spec["reused_runs"]])
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
     split["wall"] = time.perf_counter() - wall
     split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")
@@ -133,7 +141,8 @@ def cmd_solve(args):
         ledger = {"solver": spec["solver"], "grid_configurations": grid_size(spec)}
     write_json(args.timing, {"experiment": spec["experiment"], "chunk": args.chunk,
                              "configurations": len(records), "stage": stage or "grid",
-                             "seeds": solvers[0]["seeds"], **ledger, "seconds": split})
+                             "seeds": solvers[0]["seeds"], **ledger, "seconds": split,
+                             "calibrations": calibrations})
 
 
 def cmd_select(args):

@@ -6,10 +6,10 @@ import json
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpcd.algorithms.problem import SweepProblem
 from dpcd.data import load_dataset
+from dpcd.lazy import issparse
 from dpcd.problems import lambda_max, make_problem
 from dpcd.solvers.base import check_data
 
@@ -27,9 +27,11 @@ def as_solver_input(X):
     Sparse X is densified only when at least ``DENSE_ABOVE`` of its entries
     are non-zero.
     """
-    if sp.issparse(X):
+    if issparse(X):
         if X.nnz >= DENSE_ABOVE * X.shape[0] * X.shape[1]:
             return np.asarray(X.toarray(), dtype=np.float64)
+        import scipy.sparse as sp
+
         X = sp.csc_matrix(X, dtype=np.float64)
         X.sort_indices()
         return X
@@ -142,7 +144,7 @@ def load_problem(data_path, problem_spec, smoothness_path):
     with open(smoothness_path) as fh:
         constants = json.load(fh)
     # Validated once here; every run of the sweep then skips the scan of X.
-    if sp.issparse(X):
+    if issparse(X):
         X, y = _check_sparse(X, dataset.y, datafit)
     else:
         X, y = check_data(X, dataset.y, datafit, "F")
@@ -216,7 +218,11 @@ def _require_validation(problem):
 
 
 def _rows(X, rows):
-    return X[rows] if not sp.issparse(X) else sp.csc_matrix(sp.csr_matrix(X)[rows])
+    if not issparse(X):
+        return X[rows]
+    import scipy.sparse as sp
+
+    return sp.csc_matrix(sp.csr_matrix(X)[rows])
 
 
 def redraw_validation(problem, seed):
@@ -239,7 +245,11 @@ def redraw_validation(problem, seed):
         When the processed data has no validation split.
     """
     _require_validation(problem)
-    stack = sp.vstack if problem.is_sparse else np.vstack
+    stack = np.vstack
+    if problem.is_sparse:
+        import scipy.sparse as sp
+
+        stack = sp.vstack
     X_pool = stack([problem.X, problem.X_val])
     y_pool = np.concatenate([problem.y, problem.y_val])
     train, val = validation_rows(len(y_pool), seed)

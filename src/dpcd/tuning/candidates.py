@@ -26,18 +26,33 @@ with the reason, every other: so the workflow's ``search: private`` and
   the steps is the run's own (``smoothness_fraction`` of the candidate's
   training budget, :func:`dpcd.algorithms.dp_cd_p.calibrate`).
 
+Secure trainings (``noise="secure"``) are read as the same events: a discrete
+Gaussian's Rényi divergences are at most the continuous one's (Canonne,
+Kamath, Steinke 2020), and the secure smoothness release's discrete Laplace
+has a scale at which they are at most the continuous Laplace's
+(:func:`dpcd.privacy.secure.laplace_scale`, checked here from the ledger);
+the secure feature bound is the same exponential mechanism drawn exactly.
+Secure DP-GCD (discrete report-noisy-max, its entry accounted as randomized
+response) is no candidate event yet.
+
 Refused: paper scales (``invalid_bound``), PLD-only events, a δ tail charged
-outside the event (seqDP-SCD's max_batch_size), secure (discrete) smoothness
-noise.
+outside the event (seqDP-SCD's max_batch_size).
 """
 
 import math
 
+import numpy as np
+
 from dpcd import algorithms
 from dpcd.algorithms import Budget
 from dpcd.algorithms.problem import Probe
-from dpcd.privacy import accounting
+from dpcd.privacy import accounting, secure
 from dpcd.problems import make_problem
+
+
+# Kinds of a training's Gaussian steps read as GaussianDpEvent under RDP
+# (the discrete one's Rényi divergences are at most the continuous one's).
+GAUSSIANS = ("gaussian", "discrete_gaussian")
 
 
 def refusal(solver):
@@ -73,7 +88,7 @@ def candidate_spec(ledger, n_samples):
                          f"{len(ledger.budget)} budget lines; a candidate needs one training "
                          "event")
     m, line = ledger.mechanisms[0], ledger.budget[0]
-    if m.kind != "gaussian" or line.accountant != "rdp":
+    if m.kind not in GAUSSIANS or line.accountant != "rdp":
         raise ValueError(f"{ledger.algorithm}: its {m.kind} release is accounted by "
                          f"{line.accountant}; a candidate needs a Gaussian event under RDP")
     if line.delta != ledger.delta:
@@ -112,10 +127,16 @@ def _smoothness_spec(ledger, n_samples):
                          "one bound release at most, one smoothness release and one training "
                          f"event, got mechanisms {[m.name for m in ledger.mechanisms]}")
     (smooth, s_line), = groups["smoothness"]
-    if smooth.kind != "laplace" or s_line.accountant != "pure":
+    if smooth.kind not in ("laplace", "discrete_laplace") or s_line.accountant != "pure":
         raise ValueError(f"{ledger.algorithm}: its {smooth.kind} smoothness release "
-                         "(noise secure?) has no RDP event here; a candidate needs Laplace noise")
+                         "has no RDP event here; a candidate needs Laplace noise")
     z_s, count = float(smooth.noise_multiplier), int(smooth.count)
+    if smooth.kind == "discrete_laplace":  # dominated by Laplace(z_s) at its scale only
+        steps = secure.RESOLUTION + 1
+        least = secure.laplace_scale(z_s, steps) / steps * np.asarray(smooth.sensitivity)
+        if np.any(np.asarray(smooth.noise_scale) < least * (1 - 1e-12)):
+            raise ValueError(f"{ledger.algorithm}: its discrete Laplace smoothness noise "
+                             "is below the scale the continuous Laplace event dominates")
     if not math.isclose(count / z_s, s_line.epsilon_achieved, rel_tol=1e-12) \
             or s_line.dp_event != f"SelfComposed(Laplace({z_s:.6g}), {count})":
         raise ValueError(f"{ledger.algorithm}: smoothness line {s_line.dp_event} at "
@@ -132,7 +153,7 @@ def _smoothness_spec(ledger, n_samples):
     steps = [(m, line) for m, line in zip(ledger.mechanisms, ledger.budget)
              if m.group not in ("smoothness", "bounds")]
     (m, line), = steps
-    if m.kind != "gaussian" or line.accountant != "rdp" or line.delta != ledger.delta:
+    if m.kind not in GAUSSIANS or line.accountant != "rdp" or line.delta != ledger.delta:
         raise ValueError(f"{ledger.algorithm}: its steps are {m.kind} accounted by "
                          f"{line.accountant}; a candidate needs a Gaussian event under RDP "
                          "carrying the whole delta")
@@ -186,7 +207,7 @@ def _relation(estimator):
     return rel
 
 
-def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
+def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta, noise="fast"):
     """The ledger of ``estimator``'s training calibrated at (``epsilon``,
     ``delta``) under the RDP accountant, from its settings and the data's
     shape only (no record is read): its algorithm's own ``calibrate`` on a
@@ -195,15 +216,13 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
     release of its ``n_features`` constants (and of a feature bound when
     ``bounds`` is None) at the estimator's ``smoothness_fraction``.
     ``ValueError`` for a solver without a calibration of its own, naming the
-    reason."""
+    reason. ``noise="secure"``: the secure mode's calibration (what a secure
+    candidate's fit will state)."""
     solver = estimator.solver
     reason = refusal(solver)
     if reason is not None:
         raise ValueError(f"solver={solver!r} cannot be a private-search candidate: {reason}")
     spec = algorithms.get(solver)
-    # "auto" is fast here: the search sets every candidate's random_state
-    if getattr(estimator, "noise", "fast") not in ("fast", "auto"):
-        raise ValueError("noise: private search runs with noise='fast' only")
     relation = _relation(estimator)
     spec.check_neighbouring(relation)
     config = estimator._config(spec, n_samples, n_features)
@@ -218,11 +237,28 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta):
         config["smoothness_fraction"] = float(estimator.smoothness_fraction)
         extra = {"smoothness_count": n_features, "private_bound": estimator.bounds is None}
     try:
-        return spec.privacy.calibrate(probe, config, Budget(epsilon, delta, "rdp", relation),
-                              **extra).ledger
+        return spec.privacy.calibrate(probe, config,
+                                      Budget(epsilon, delta, "rdp", relation, noise),
+                                      **extra).ledger
     except ValueError as err:
         raise ValueError(f"solver={solver!r} cannot be a private-search candidate with "
                          f"neighbouring={relation!r}: {err}") from err
+
+
+def secure_refusal(estimator, n_samples, n_features, epsilon, delta):
+    """Why ``estimator``'s training cannot be a secure private-search
+    candidate, or None: its solver has no secure mode, or its secure
+    calibration (:func:`calibrated_ledger` with ``noise="secure"``) is no
+    event :func:`candidate_spec` reads (data-free)."""
+    solver = estimator.solver
+    if solver not in algorithms.names(secure=True):
+        return f"solver {solver!r} has no secure mode"
+    try:
+        candidate_spec(calibrated_ledger(estimator, n_samples, n_features, epsilon, delta,
+                                         noise="secure"), n_samples)
+    except ValueError as err:
+        return f"its secure training is no candidate event ({err})"
+    return None
 
 
 def training_spec(estimator, n_samples, n_features, epsilon=1.0, delta=None):
@@ -235,4 +271,5 @@ def training_spec(estimator, n_samples, n_features, epsilon=1.0, delta=None):
     return candidate_spec(ledger, n_samples)[0], ledger.neighbouring
 
 
-__all__ = ["calibrated_ledger", "candidate_spec", "check_trained", "refusal", "training_spec"]
+__all__ = ["GAUSSIANS", "calibrated_ledger", "candidate_spec", "check_trained", "refusal",
+           "secure_refusal", "training_spec"]

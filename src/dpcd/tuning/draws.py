@@ -129,8 +129,22 @@ def _identity(settings, epsilon, delta, n_configs):
             "n_configurations": n_configs}
 
 
-def draw_search(configs, settings, seed, epsilon, delta):
+def draw_k_exact(mean: float, shape: float) -> int:
+    """One draw of a geometric K (``shape`` 1) by the exact sampler on a keystream
+    keyed from the OS: ``K = 1 + G``, ``P(G ≥ m) = (1 − γ)^m`` exactly for the
+    float ``γ`` the accountant uses (:func:`k_gamma`)."""
+    if shape != 1.0:
+        raise ValueError("an exact draw of K is implemented for k_distribution='geometric'")
+    from dpcd.privacy import exact, keystream
+
+    return 1 + int(exact.geometric(keystream.new_state(), k_gamma(mean, shape)))
+
+
+def draw_search(configs, settings, seed, epsilon, delta, exact_k=False):
     """K and the K configurations of a search, from ``seed`` and the settings only.
+
+    ``exact_k``: a geometric K is drawn by :func:`draw_k_exact` instead (the
+    secure mode; the other laws stay numpy's, from ``seed``).
 
     Returns
     -------
@@ -142,7 +156,9 @@ def draw_search(configs, settings, seed, epsilon, delta):
     seq = np.random.SeedSequence(run_entropy(seed, _identity(settings, epsilon, delta,
                                                               len(configs))))
     k_ss, config_ss = seq.spawn(2)
-    k = draw_k(np.random.default_rng(k_ss), settings.k_mean, settings.shape)
+    k = (draw_k_exact(settings.k_mean, settings.shape)
+         if exact_k and settings.shape == 1.0
+         else draw_k(np.random.default_rng(k_ss), settings.k_mean, settings.shape))
     picks = np.random.default_rng(config_ss).integers(len(configs), size=k)
     return k, [dict(configs[i]) for i in picks]
 
@@ -187,5 +203,5 @@ def validation_split(n, settings, seed, epsilon, delta):
 
 
 __all__ = ["DISTRIBUTIONS", "candidate_entropy", "candidate_streams", "check_k_distribution",
-           "draw_k", "draw_search", "grid_configurations", "k_gamma", "k_pmf", "search_seed",
+           "draw_k", "draw_k_exact", "draw_search", "grid_configurations", "k_gamma", "k_pmf", "search_seed",
            "validation_split"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from dpcd.privacy import secure
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.tuning.calibration import SelectionCalibration, selection_event
 from dpcd.tuning.scores import ScoreMechanism
@@ -69,7 +70,7 @@ class SearchResult:
 
 def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
                      training: Ledger, distribution: str,
-                     algorithm: str | None = None) -> Ledger:
+                     algorithm: str | None = None, noise: str = "fast") -> Ledger:
     """The released candidate's ledger: its training mechanisms, the score,
     and one budget line for the whole repeat-and-select release.
 
@@ -77,6 +78,9 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
     mechanisms; its budget is superseded by the selection's).  The law of K,
     the split and the score mechanism are recorded in the selection
     mechanism's ``note``; K itself is not (module docstring).
+    ``noise="secure"``: the score was released on a grid with exact integer
+    noise (:meth:`ScoreMechanism.secure_noisy`), the training in the secure
+    mode; the ledger says so.
     """
     cal = calibration
     note = (f"repeat_and_select: K drawn from {distribution}(mean={cal.mean:g}, "
@@ -97,11 +101,23 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
         note += (f"; smoothness: each candidate's own release, pure eps={sum(pure):.6g} = "
                  f"smoothness_fraction {sum(pure) / cal.train_epsilon:.6g} of its training "
                  "budget train_epsilon, composed in RDP with its steps and score")
+    kind, sensitivity, z = score.noise, score.sensitivity, cal.score_multiplier
+    if noise == "secure":
+        if training.noise != "secure":
+            raise ValueError("a secure search's released candidate must have trained securely")
+        m, scale = secure.RESOLUTION, score.secure_scale(cal.score_multiplier)
+        kind, sensitivity, z = f"discrete_{score.noise}", score.sensitivity * (m + 1) / m, \
+            scale / (m + 1)
+        note += (f"; secure: the score's data part rounded to the grid sensitivity/{m}, "
+                 f"sensitivity {m + 1} grid steps, exact discrete {score.noise} of scale "
+                 f"{scale:.6g} steps (its Renyi divergences at most the continuous "
+                 f"{score.noise}'s at multiplier {cal.score_multiplier:.6g}, which the "
+                 "selection accounts); K drawn exactly when geometric; exact ties broken "
+                 "uniformly at random (docs/secure_noise.md)")
     score_mech = Mechanism(
-        name=f"score_{score.metric}", kind=score.noise, sensitivity=score.sensitivity,
+        name=f"score_{score.metric}", kind=kind, sensitivity=sensitivity,
         sensitivity_norm="l1" if score.noise == "laplace" else "l2",
-        noise_multiplier=cal.score_multiplier,
-        noise_scale=cal.score_multiplier * score.sensitivity, count=1,
+        noise_multiplier=z, noise_scale=z * sensitivity, count=1,
         relation=training.neighbouring, group="selection", note=note)
     specs = cal.trainings()
     event = repr(selection_event(specs[0][0], specs[0][1], cal.score_spec,
@@ -118,7 +134,7 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
                   epsilon_target=cal.epsilon, epsilon_achieved=cal.epsilon_achieved,
                   delta=cal.delta, mechanisms=[*training.mechanisms, score_mech],
                   budget=[line], nonprivate_inputs=nonprivate, caveats=training.caveats,
-                  noise=training.noise, selection=record)
+                  noise="secure" if noise == "secure" else "fast", selection=record)
 
 
 def selection_record(calibration: SelectionCalibration, score: ScoreMechanism | None,

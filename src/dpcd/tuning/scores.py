@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import is_classifier
 
+from dpcd.privacy import secure
+
 SELECT_BY = ("last_objective", "validation")
 
 
@@ -143,6 +145,31 @@ class ScoreMechanism:
         if self.noise == "laplace":
             return float(value + rng.laplace(0.0, scale))
         return float(value + rng.normal(0.0, scale))
+
+    def secure_scale(self, multiplier: float) -> float:
+        """Integer noise scale of :meth:`secure_noisy`, in grid steps: the
+        discrete Gaussian's ``z·(m + 1)`` (its Rényi divergences at most the
+        continuous Gaussian's, Canonne et al. 2020), the discrete Laplace's
+        :func:`dpcd.privacy.secure.laplace_scale` (at most the continuous
+        Laplace's at every order of the RDP accountant)."""
+        steps = secure.RESOLUTION + 1
+        if self.noise == "laplace":
+            return secure.laplace_scale(float(multiplier), steps)
+        return float(multiplier) * steps
+
+    def secure_noisy(self, losses, penalty: float, multiplier: float) -> float:
+        """The secure noisy score: the data's part of :meth:`value` (the
+        clipped mean, or the accuracy) rounded to the grid ``γ = sensitivity/m``
+        (``m`` = :data:`dpcd.privacy.secure.RESOLUTION`; it moves by at most
+        ``m + 1`` steps between neighbours, as in docs/secure_noise.md), plus
+        exact integer noise of :meth:`secure_scale` from the keystream, times
+        ``γ``; then the penalty of the released model (post-processing)."""
+        secure.check_grid(self.n)
+        grid = self.sensitivity / secure.RESOLUTION
+        q = float(secure.round_to_grid(self.value(losses), grid))
+        draw = secure.discrete_laplace if self.noise == "laplace" else secure.discrete_gaussian
+        k = float(draw(self.secure_scale(multiplier), 1)[0])
+        return grid * (q + k) + float(penalty)
 
 
 # ------------------------------------------------------------------ the workflow's problem

@@ -41,12 +41,15 @@ rather than under-reports.
 
 from __future__ import annotations
 
+import secrets
 import warnings
 
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from dpcd import privacy
 from dpcd.leak import DefaultsWarning, PrivacyLeakWarning
+from dpcd.privacy.validation import check_choice
 from dpcd.tuning.calibration import calibrate_candidates
 from dpcd.tuning.candidates import calibrated_ledger, check_trained
 from dpcd.tuning.draws import candidate_entropy, draw_search, grid_configurations, validation_split
@@ -61,7 +64,7 @@ from dpcd.tuning.settings import SearchSettings
 
 
 def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=None,
-                   seed=0) -> SearchResult:
+                   seed=0, noise="fast") -> SearchResult:
     """Run a private hyperparameter search (see the module docstring).
 
     Parameters
@@ -78,7 +81,17 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         Target δ; None: ``1 / n_samples**2``.
     settings : SearchSettings, optional
     seed : int
-        Seed of every draw (K, configurations, split, candidates' streams).
+        Seed of every draw (K, configurations, split, candidates' streams);
+        with ``noise="secure"`` only of the data-independent ones (the
+        configurations and the split), and it must come from the OS and
+        never be recorded.
+    noise : {"fast", "secure"}
+        ``"secure"``: the candidates fit in the secure mode, K is drawn
+        exactly (geometric) from the keystream, each score is rounded to a
+        grid and gets exact integer noise
+        (:meth:`dpcd.tuning.scores.ScoreMechanism.secure_noisy`), and exact
+        ties of the noisy scores are broken uniformly at random
+        (docs/secure_noise.md, "Private search").
 
     Returns
     -------
@@ -90,7 +103,8 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     n, p = X.shape
     delta = 1.0 / n ** 2 if delta is None else float(delta)
     configs = grid_configurations(param_grid)
-    _, drawn = draw_search(configs, settings, seed, epsilon, delta)
+    secure_mode = check_choice(noise, "noise", privacy.secure.NOISE_MODES) == "secure"
+    _, drawn = draw_search(configs, settings, seed, epsilon, delta, exact_k=secure_mode)
 
     if settings.select_by == "validation":
         train, val = validation_split(n, settings, seed, epsilon, delta)
@@ -120,13 +134,14 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     relation = calibration.relation
     score = score_under(relation)
 
-    best = None
+    best, ties = None, 1
     for index, config in enumerate(drawn):
         fit_ss, score_ss = np.random.SeedSequence(candidate_entropy(
             seed, settings, epsilon, delta, len(configs), index, config)).spawn(2)
         est = clone(estimator).set_params(
             **config, epsilon=calibration.train_epsilon, delta=delta, accountant="rdp",
-            random_state=int.from_bytes(fit_ss.generate_state(2).tobytes(), "little"))
+            **({"random_state": None, "noise": "secure"} if secure_mode else
+               {"random_state": int.from_bytes(fit_ss.generate_state(2).tobytes(), "little")}))
         with warnings.catch_warnings():  # named once, by the caller, from the ledger
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             warnings.simplefilter("ignore", DefaultsWarning)  # candidates, not the release
@@ -135,10 +150,13 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         check_trained(est.privacy_ledger_, X_fit.shape[0], spec,
                       calibration.train_multipliers[spec])
         values, penalty = candidate_values(est, X_score, y_score, metric)
-        noisy = score.noisy(score.value(values, penalty), calibration.score_multiplier,
-                            np.random.default_rng(score_ss))
-        better = best is None or (noisy > best[0] if score.higher_is_better
-                                  else noisy < best[0])
+        if secure_mode:
+            noisy = score.secure_noisy(values, penalty, calibration.score_multiplier)
+        else:
+            noisy = score.noisy(score.value(values, penalty), calibration.score_multiplier,
+                                np.random.default_rng(score_ss))
+        better, ties = keeps(noisy, None if best is None else best[0], ties,
+                             score.higher_is_better, uniform_ties=secure_mode)
         if better:
             best = (noisy, est, config)
 
@@ -147,9 +165,26 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
                                  f"private_search({estimator.solver})", epsilon, delta)
         return SearchResult(None, None, None, empty, calibration, score)
     noisy, est, config = best
-    ledger = selection_ledger(calibration, score, est.privacy_ledger_, settings.k_distribution)
+    ledger = selection_ledger(calibration, score, est.privacy_ledger_, settings.k_distribution,
+                              noise=noise)
     est = released_estimator(est, estimator)
     return SearchResult(est, dict(config), noisy, ledger, calibration, score)
 
 
-__all__ = ["private_search"]
+def keeps(noisy, best, ties, higher_is_better, uniform_ties=False):
+    """Whether a candidate's ``noisy`` score replaces the ``best`` so far
+    (None: it is the first), and the new count of candidates tied at the best.
+
+    ``uniform_ties`` (the secure mode): the i-th candidate tied exactly with
+    the best replaces it with probability 1/i (from the OS's secure source),
+    so the kept one is uniform among the tied ones; otherwise the first stays.
+    """
+    if best is None or (noisy > best if higher_is_better else noisy < best):
+        return True, 1
+    if uniform_ties and noisy == best:
+        ties += 1
+        return secrets.randbelow(ties) == 0, ties
+    return False, ties
+
+
+__all__ = ["keeps", "private_search"]

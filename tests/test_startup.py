@@ -1,0 +1,61 @@
+"""A workflow job imports what it uses: its start-up is not spent on heavy
+modules it never calls (bench/bench_startup.py prints the times)."""
+import ast
+import inspect
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dpcd.stages import solve
+
+# Modules a solve job on dense data whose calibrations are cached never uses:
+# scipy.sparse (a sparse X brings it), the accountants (a computed calibration
+# brings them), MLflow (the aggregate job writes the runs) and the figures'
+# stack. (numba reads its configuration with yaml: a job with kernels has it.)
+SOLVE_NEVER = ("scipy.sparse", "dp_accounting", "mlflow", "matplotlib", "seaborn", "sklearn")
+
+
+def body_imports(func):
+    """The import statements in ``func``'s body, as source."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    return "\n".join(ast.unparse(node) for node in ast.walk(tree)
+                     if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+def loaded_after(command, code):
+    """Which of the heavy modules a fresh interpreter holds after building
+    ``command``'s parser and running ``code``."""
+    heavy = SOLVE_NEVER + ("pandas", "numba", "importlib.metadata", "yaml")
+    script = "\n".join([
+        "import sys", "from dpcd.cli import build_parser", f"build_parser({command!r})", code,
+        f"print(' '.join(m for m in {heavy!r} if m in sys.modules))"])
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True)
+    return set(out.stdout.split())
+
+
+def test_a_solve_job_imports_only_what_it_runs():
+    """The command's own imports, then a dense problem through the kernels'
+    input checks, as a solve job does before its first run."""
+    code = body_imports(solve.cmd_solve) + textwrap.dedent("""
+        import numpy as np
+        from dpcd.problems import make_problem
+        from dpcd.solvers.base import check_design
+        X = np.random.default_rng(0).normal(size=(20, 3))
+        datafit, _ = make_problem("squares", "l1", 0.1)
+        check_design(X, X @ np.ones(3), datafit, "csc")
+        datafit.global_smoothness(X)
+    """)
+    loaded = loaded_after("solve", code)
+    assert loaded & set(SOLVE_NEVER) == set()
+    assert {"pandas", "numba"} <= loaded  # the job's table and kernels: the test sees them
+
+
+@pytest.mark.parametrize("command", ["aggregate", "select", "summary", "solve"])
+def test_a_job_parser_reads_no_metadata_or_registry(command):
+    """``--version`` reads the installed version only when asked (tests/test_packaging.py
+    runs it), and the dataset registry's YAML is parsed only when read."""
+    assert loaded_after(command, "") & {"importlib.metadata", "yaml"} == set()
+
