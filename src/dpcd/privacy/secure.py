@@ -702,7 +702,8 @@ def secure_lattice(calibrate, epsilon: float, delta: float, *, clip: float, unit
 
 
 __all__ = ["GUARANTEES", "LAPLACE_RATIOS", "LATTICE_MIN_SCALE", "LATTICE_ROUNDING_SHARE",
-           "LATTICE_SHARE", "LATTICE_TAIL", "LATTICE_TAIL_DELTA", "LatticeGaussian", "NOISE_MODES", "PLD_RATIOS", "RESOLUTION",
+           "LATTICE_SHARE", "LATTICE_TAIL", "LATTICE_TAIL_DELTA", "LatticeGaussian",
+           "NOISE_MODES", "PLD_RATIOS", "RESOLUTION",
            "SECURE_FEATURE_BOUND", "SecureGaussian", "SecureGcd", "check_accountant",
            "check_grid", "discrete_gaussian", "discrete_gaussian_epsilon", "discrete_laplace",
            "discrete_laplace_rdp", "laplace_scale", "lattice_closeness", "lattice_grid",
