@@ -38,6 +38,7 @@ include: "workflow/rules/smoothness.smk"
 include: "workflow/rules/solve.smk"
 include: "workflow/rules/private.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/fresh.smk"
 include: "workflow/rules/summary.smk"
 include: "workflow/rules/report.smk"
 

@@ -93,7 +93,7 @@ def test_a_table_job_leaves_figures_and_mlflow_unimported():
     import sys
 
     heavy = ("seaborn", "matplotlib", "mlflow")
-    code = ("import sys; from dpcd.stages.aggregate import cmd_fresh; "
+    code = ("import sys; from dpcd.stages.fresh import cmd_fresh; "
             "from dpcd.report.fresh import fresh_markdown, fresh_table; "
             "from dpcd.report.tables import read_table; "
             f"print([m for m in {heavy!r} if m in sys.modules])")

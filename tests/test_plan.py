@@ -1,9 +1,8 @@
 """The workflow planner (dpcd.plan): job lists, priorities, lambda expansion and
-which specs a config edit changes. The Snakefile loads the same module by path;
+which specs a config edit changes. The Snakefile imports the same package;
 tests/test_plan.py runs it on every paper config without Snakemake."""
 
 import copy
-import importlib.util
 import math
 import os
 import subprocess
@@ -61,17 +60,15 @@ def test_generated_sources_match_registry():
 
 
 def test_stdlib_and_yaml_only():
-    """The Snakefile loads the plan package by path (workflow/rules/plan.smk) in
-    an interpreter that may lack dpcd and its dependencies: it imports nothing else."""
-    folder = os.path.dirname(plan.__file__)
+    """The Snakefile imports the plan package in Snakemake's own process, which
+    runs no kernel: it imports nothing but the standard library and yaml."""
     code = (
-        "import sys, importlib.util\n"
-        f"spec = importlib.util.spec_from_file_location('p', {plan.__file__!r}, "
-        f"submodule_search_locations=[{folder!r}])\n"
-        "m = importlib.util.module_from_spec(spec); sys.modules['p'] = m\n"
-        "spec.loader.exec_module(m); m.Plan\n"
+        "import sys\n"
+        "from dpcd import plan; plan.Plan\n"
+        "ours = [k for k in sys.modules if k.split('.')[0] == 'dpcd']\n"
+        "assert all(k in ('dpcd', 'dpcd.leak') or k.startswith('dpcd.plan') for k in ours), ours\n"
         "bad = [k for k in sys.modules if k.split('.')[0] in "
-        "('dpcd', 'numpy', 'numba', 'pandas', 'mlflow')]\n"
+        "('numpy', 'numba', 'pandas', 'scipy', 'mlflow')]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": ""})
@@ -291,6 +288,14 @@ def test_data_specs():
         plan.data_spec(datasets, "x", "generate")
 
 
+def reused(p, name, solver, *stages):
+    """The tables of ``solver``'s jobs of ``stages``, whose first seed the confirm reuses."""
+    paths = [p.job_path(job, ".parquet") for stage in stages for job in p.jobs(name, stage)
+             if job.solver == solver]
+    assert paths
+    return paths
+
+
 def test_staged_search_jobs_and_specs():
     config = small_config()
     config["experiments"]["big"].update(search="staged", search_keep=2, search_stride=1)
@@ -308,8 +313,10 @@ def test_staged_search_jobs_and_specs():
     confirm = p.solve_spec("big", "dp_cd", "confirm")
     base = grid.solve_spec("big", "dp_cd")
     assert screen == {**base, "stage": "screen", "seeds": 1}
-    assert confirm == {**base, "stage": "confirm",
-                       "selection": "results/selection/big/screen.csv"}
+    # the confirm runs the seeds after the first and reuses the screen's runs of it
+    assert confirm == {**base, "stage": "confirm", "selection": "results/selection/big/screen.csv",
+                       "seeds": base["seeds"] - 1, "first_seed": 1,
+                       "reused_runs": reused(p, "big", "dp_cd", "screen")}
     assert p.select_spec("big") == {"select_by": "last_objective", "keep": 2}
     # search settings only reach the select rule: the specs of the solve jobs
     # do not change with search_keep (the confirm reads the selection file)
@@ -441,7 +448,9 @@ def test_coarse_to_fine_jobs_specs_and_costs():
         **base, "stage": "refine", "seeds": 1, "stride": 2,
         "selection": "results/selection/big/screen.csv"}
     assert p.solve_spec("big", "dp_cd", "confirm") == {
-        **base, "stage": "confirm", "selection": "results/selection/big/refine.csv"}
+        **base, "stage": "confirm", "selection": "results/selection/big/refine.csv",
+        "seeds": base["seeds"] - 1, "first_seed": 1,
+        "reused_runs": reused(p, "big", "dp_cd", "screen", "refine")}
     assert p.select_spec("big", "screen") == {"select_by": "last_objective", "keep": 1}
     assert p.select_spec("big", "refine") == {"select_by": "last_objective", "keep": 2}
     assert p.selection_input("big", "screen") is None
@@ -495,7 +504,9 @@ def test_multi_fidelity_jobs_specs_and_costs():
     assert p.solve_spec("big", "dp_cd", "promote") == {
         **base, "stage": "promote", "seeds": 1, "selection": "results/selection/big/screen.csv"}
     assert p.solve_spec("big", "dp_cd", "confirm") == {
-        **base, "stage": "confirm", "selection": "results/selection/big/promote.csv"}
+        **base, "stage": "confirm", "selection": "results/selection/big/promote.csv",
+        "seeds": base["seeds"] - 1, "first_seed": 1,
+        "reused_runs": reused(p, "big", "dp_cd", "promote")}
     assert p.select_spec("big", "screen") == {"select_by": "last_objective", "keep": 4,
                                               "prefix": True}
     assert p.select_spec("big", "promote") == {"select_by": "last_objective", "keep": 2}

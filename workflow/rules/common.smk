@@ -4,10 +4,10 @@ import os
 from snakemake.logging import logger
 from snakemake.utils import validate
 
+from dpcd import plan
+from dpcd.stages.plan import plan_inputs
+
 validate(config, "../schemas/config.schema.yaml")
-
-
-include: "plan.smk"
 
 
 def workflow_path(path):
@@ -29,18 +29,13 @@ EXPERIMENT_PREFIX = plan.experiment_prefix(
 )
 
 
-def _dpcd_inputs():
-    """What dpcd gives the plan where it is importable here (dpcd.stages.plan)."""
-    try:
-        from dpcd.stages.plan import plan_inputs
-    except ImportError:  # --sdm conda: the jobs check again
-        return {}
-    return plan_inputs(
+# the dataset registry, the solver entries' checks and the solvers' facts
+PLAN = plan.Plan(
+    config,
+    **plan_inputs(
         os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
-    )
-
-
-PLAN = plan.Plan(config, **_dpcd_inputs())
+    ),
+)
 if workflow.is_main_process:  # once, before any job: not again in each job
     logger.info(PLAN.cost_summary())  # core-hours: 2 cores or 200?
     if PLAN.search_summary():  # per stage of a staged search
@@ -103,7 +98,7 @@ def problem_params(w):
 
 
 def _stage(w):
-    return w.stage[:-1] or "grid"  # "screen/" -> "screen"
+    return PLAN.folder_stage(w.experiment, w.stage)
 
 
 def solve_params(w):
@@ -112,6 +107,11 @@ def solve_params(w):
 
 def selection_input(w):
     return optional(PLAN.selection_input(w.experiment, _stage(w)))
+
+
+def reused_runs(w):
+    """The earlier stages' tables whose first-seed runs a solve job reuses."""
+    return PLAN.reused_runs(w.experiment, w.solver, _stage(w))
 
 
 def chunk_results(w, suffix=".parquet", stage="final"):

@@ -3,15 +3,14 @@
 import os
 import sys
 
+from dpcd import plan  # the planner: standard library and yaml only
+
 # Rules call the `dpcd` console script installed beside the interpreter that
 # runs Snakemake, so `.venv/bin/snakemake` works without an activated
 # environment (with --sdm conda the job's environment comes first again).
 os.environ.update(
     PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 )
-
-
-include: "plan.smk"
 
 
 # Jobs read these from the environment (exported values win over the config).

@@ -3,8 +3,9 @@
 # The {stage} of a solve job is empty for search: grid (the paths of finished
 # workdirs) and "screen/", "refine/" or "confirm/" for search: staged, whose
 # select rule keeps the best few after the screen (and after the refine, with
-# search_stride > 1) for the next stage. The fresh-seed stage, after the
-# aggregation, has its own rule (fresh_solve, aggregate.smk).
+# search_stride > 1) for the next stage; the confirm runs the seeds after the
+# first and reuses the first seed's runs of the stages its select ranked. The
+# fresh-seed stage, after the aggregation, has its own rules (fresh.smk).
 
 
 # The kernels compile once, one job at a time, before the jobs that run them:
@@ -69,6 +70,7 @@ rule solve:
         reference="results/reference/{experiment}.json",
         warmup="results/.numba_cache/warmup.done",
         selection=selection_input,
+        reused=reused_runs,  # read from the spec (no option: the commands of finished jobs)
     output:
         runs="results/runs/{experiment}/{solver}/{stage}chunk{chunk}.parquet",
         mlflow_runs="results/runs/{experiment}/{solver}/{stage}chunk{chunk}.mlflow.jsonl.gz",

@@ -1,8 +1,7 @@
 """Workflow planning: what the Snakemake rules run, as plain data.
 
-Standard library and yaml only, so Snakemake's own interpreter plans the same
-jobs whether or not the rest of ``dpcd`` is importable there (``--sdm
-conda``; workflow/rules/plan.smk loads this package by path). It knows no
+Standard library and yaml only (workflow/rules/common.smk and data_common.smk
+import it in Snakemake's own process, which runs no kernel). It knows no
 solver: a solver entry is ``{solver: name, <hyperparameter grids>...}``, and
 what the planner reads of a solver's spec (its measured step cost, its
 private-search candidacy) comes in as ``solver_facts``.

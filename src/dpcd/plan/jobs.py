@@ -112,6 +112,12 @@ class Plan(Costs, FreshStage):
             return self.freshes[experiment]
         return self.searches[experiment]
 
+    def folder_stage(self, experiment, folder):
+        """The solve stage whose jobs write in ``folder`` (the solve rule's
+        ``{stage}``: :meth:`.search.Search.folder`)."""
+        search = self.searches[experiment]
+        return next(stage for stage in search.stages() if search.folder(stage) == folder)
+
     def final_stage(self, experiment):
         """The stage whose runs make the experiment's tables."""
         return self.stages(experiment)[-1]
@@ -154,6 +160,13 @@ class Plan(Costs, FreshStage):
     def selection_input(self, experiment, stage):
         """The selection file a solve job of ``stage`` reads (None: none)."""
         return self.owner(experiment, stage).selection_input(stage)
+
+    def reused_runs(self, experiment, solver, stage):
+        """The tables of one solver's earlier stages whose first-seed runs a
+        solve job of ``stage`` reuses (:meth:`.search.Search.reused_stages`)."""
+        return [self.job_path(job, ".parquet")
+                for reused in self.searches[experiment].reused_stages(stage)
+                for job in self.jobs(experiment, reused) if job.solver == solver]
 
     def uses_private_smoothness(self, experiment, solver):
         """Whether the solver's jobs read the experiment's private smoothness

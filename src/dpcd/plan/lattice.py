@@ -1,10 +1,15 @@
-"""Lattice arithmetic of the staged search: a leaf that the planner (how many
-configurations each stage runs) and the sweep (which ones) both read.
+"""Lattice arithmetic of the staged search, and its stages' names: a leaf
+that the planner (how many configurations each stage runs) and the sweep
+(which ones; the search replayed) both read.
 
 Standard library only; it imports nothing of dpcd.
 """
 
 import math
+
+# The staged search's stages, in order (a configuration runs only some of them:
+# dpcd.plan.staged.Staged.stages).
+SCREEN, REFINE, PROMOTE, CONFIRM = STAGES = ("screen", "refine", "promote", "confirm")
 
 # The widest spacing of a staged screen's lattice, in decades: a geomspace
 # axis finer than that is coarsened by search_stride at most up to it (a

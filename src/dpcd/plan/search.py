@@ -61,6 +61,11 @@ class Search(ABC):
         """The seeds each configuration of ``stage`` runs on."""
         return self.exp["seeds"]
 
+    def reused_stages(self, stage):
+        """The earlier stages whose first-seed runs ``stage``'s jobs reuse
+        rather than run again (none)."""
+        return ()
+
     def chunks(self, stage, n_configs):
         """(solve jobs of one solver's ``stage`` before ``chunk_core_hours``,
         whether ``chunk_core_hours`` may cut it further)."""

@@ -8,14 +8,16 @@ only: the full-resolution neighbours of what the screen kept, first seed),
 ``promote`` (``search_fidelity`` < 1 only: whole runs of the best prefixes,
 first seed) then ``confirm`` (what the last select kept, every seed). A select
 job follows each stage but the last (``results/selection/<experiment>/<stage>.csv``).
+The confirm runs the seeds after the first: the first seed's whole runs of
+its configurations are the last select's stages' (:meth:`Staged.reused_stages`),
+which its jobs read and write beside their own (one MLflow run of each).
 """
 
 from . import lattice
 from .config import solver_entry
+from .lattice import CONFIRM, STAGES  # its stages, in order
 from .search import Search
 
-# Its stages, in order (a configuration runs only some of them: :meth:`Staged.stages`).
-STAGES = ("screen", "refine", "promote", "confirm")
 # The stages that run the first seed only (the confirm runs every seed).
 ONE_SEED_STAGES = ("screen", "refine", "promote")
 # The stages that run a prefix of each run with search_fidelity < 1.
@@ -77,7 +79,16 @@ class Staged(Search):
         return passes
 
     def seeds(self, stage):
-        return 1 if stage in ONE_SEED_STAGES else self.exp["seeds"]
+        if stage in ONE_SEED_STAGES:
+            return 1
+        return self.exp["seeds"] - (stage == CONFIRM)  # the first seed ran before
+
+    def reused_stages(self, stage):
+        """The stages whose first-seed runs the confirm reuses: those its
+        select ranked (whole runs: the screen and refine, or the promote)."""
+        if stage != CONFIRM:
+            return ()
+        return self.select_inputs(self.stages()[-2])
 
     def spec(self, solver, stage):
         """One seed for the screen, refine and promote; the stride where it
@@ -94,6 +105,9 @@ class Staged(Search):
             spec["fidelity"] = self.fidelity
         if stage in KEEP:
             spec.update(stage=stage, selection=self.selection_input(stage))
+        if stage == CONFIRM:  # the seeds after the first; the first's runs: reused_stages'
+            spec.update(seeds=self.seeds(stage), first_seed=1,
+                        reused_runs=self.plan.reused_runs(self.name, solver, stage))
         return spec
 
     def selects(self):
@@ -173,7 +187,7 @@ class Staged(Search):
                     configs += len(plan.config_passes(search.name, solver, stage))
             if configs:
                 staged += hours
-                seeds = "1 seed" if stage in ONE_SEED_STAGES else "every seed"
+                seeds = "1 seed" if stage in ONE_SEED_STAGES else "the other seeds"
                 if stage in PREFIX_STAGES and any(s.fidelity < 1 for s in searches):
                     seeds += ", a prefix of each run"
                 bound = "at most " if stage == "refine" else ""

@@ -5,13 +5,13 @@ One module per rule file of ``workflow/rules/`` (the data stage's is
 subcommand is what one Snakemake rule runs: read the rule's inputs and
 params, call the library, write the rule's outputs atomically (a failed job
 leaves nothing Snakemake could take as done). :mod:`dpcd.stages.plan` is
-what the planner (workflow/rules/plan.smk, common.smk) is given, no subcommand.
+what the planner (workflow/rules/common.smk) is given, no subcommand.
 """
 
 import importlib
 
 # workflow/rules/<name>.smk -> dpcd.stages.<name>, in the workflow's order
-MODULES = ("smoothness", "solve", "private", "aggregate", "summary", "report")
+MODULES = ("smoothness", "solve", "private", "aggregate", "fresh", "summary", "report")
 
 
 def register(subparsers):

@@ -1,7 +1,5 @@
 """What the workflow planner (:mod:`dpcd.plan`, standard library and yaml
-only) is given by the rest of dpcd where Snakemake's interpreter imports it
-(workflow/rules/common.smk; without dpcd, ``--sdm conda``, the planner goes
-without and the jobs check again)."""
+only) is given by the rest of dpcd (workflow/rules/common.smk)."""
 
 import functools
 

@@ -123,6 +123,10 @@ def cmd_solve(args):
     log.info("wrote %d MLflow runs in %.1f s", len(records), split["mlflow"])
     table = parts[0][1] if len(parts) == 1 else pd.concat(
         [runs for _, runs, _ in parts], ignore_index=True)
+    if spec.get("first_seed"):  # a staged confirm: the first seed's runs ran before
+        from dpcd.sweep.staged import with_first_seed
+
+        table = with_first_seed(table, [pd.read_parquet(path) for path in spec["reused_runs"]])
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
     split["wall"] = time.perf_counter() - wall
     split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")

@@ -56,7 +56,8 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     spec : dict
         The solve rule's params (experiment, solver, grid, passes, privacy,
         seeds, base_seed, chunks, ...); ``adapter`` names the solver a named
-        variant runs (default: ``solver``).
+        variant runs (default: ``solver``); ``first_seed`` (default 0) the
+        index of the first of its ``seeds`` seeds.
     chunk : int
         Which chunk of the configurations to run
         (:func:`chunk_runs`).
@@ -80,6 +81,7 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     """
     configs, also_at = chunk_runs(spec, chunk)
     n_seeds = check_positive_int(spec["seeds"], "seeds")
-    seeds = [run_seed(spec["base_seed"], k) for k in range(n_seeds)]
+    first = spec.get("first_seed", 0)  # a staged confirm's: the screen ran the first
+    seeds = [run_seed(spec["base_seed"], k) for k in range(first, first + n_seeds)]
     return run_configurations(spec, configs, seeds, problem, f_star, private_estimates,
-                              w_star, also_at=also_at)
+                              w_star, also_at=also_at, first_seed=first)

@@ -30,7 +30,7 @@ TOGETHER_ENTRIES = 1 << 24
 
 
 def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=None,
-                       w_star=None, nonprivate=(), together=True, also_at=()):
+                       w_star=None, nonprivate=(), together=True, also_at=(), first_seed=0):
     """Run configurations ``configs`` on seeds ``seeds``: the body of
     :func:`dpcd.sweep.run.run_chunk`, also used to re-run selected
     configurations on fresh seeds (:mod:`dpcd.sweep.fresh`).
@@ -39,7 +39,7 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     ----------
     spec, problem, f_star, private_estimates, w_star
         As for :func:`~dpcd.sweep.run.run_chunk`; ``private_estimates`` is
-        indexed by the position of a seed in ``seeds``.
+        indexed by the seeds' indices (``first_seed`` onwards).
     configs : list of dict
         Configurations (from :func:`dpcd.sweep.grid.configurations`).
     seeds : list of int
@@ -60,6 +60,9 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         Other epsilons the runs stand for (a non-private solver's:
         :func:`dpcd.sweep.run.chunk_runs`), given their rows and records
         too (:func:`dpcd.sweep.tidy.tidy_results`).
+    first_seed : int, default=0
+        The replicate index of ``seeds[0]`` (a staged confirm runs the seeds
+        after the first): the table's ``seed_index`` and the estimates read.
 
     Returns
     -------
@@ -105,8 +108,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
         )
     splits = [problem_of.division(k) for k in range(len(seeds))]
     # what each run reads: its smoothness estimate (one run at a time) and its streams
-    estimates = None if many is not None else run_estimates(private_estimates, configs,
-                                                            len(seeds))
+    indices = range(first_seed, first_seed + len(seeds))
+    estimates = None if many is not None else run_estimates(private_estimates, configs, indices)
     # secure (seed None): no stream to derive; a run_many draws its own from the OS
     entropies = [[None] * len(configs) if seed is None else
                  run_entropies(seed, spec["experiment"], configs, algorithm.private)
@@ -161,4 +164,4 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             elapsed = clock.monotonic() - started
             log.info("progress: %d/%d configurations, %.1f s elapsed, ~%.1f s remaining",
                      done, len(configs), elapsed, elapsed / done * (len(configs) - done))
-    return tidy_results(spec, runs, seeds, delta, also_at)
+    return tidy_results(spec, runs, seeds, delta, also_at, first_seed)

@@ -51,13 +51,13 @@ def private_smoothness_estimates(X, loss, fraction, epsilons, seeds, experiment,
     return {"smoothness_fraction": fraction, "estimates": estimates}
 
 
-def run_estimates(estimates, configs, n_seeds):
+def run_estimates(estimates, configs, seed_indices):
     """The estimate each run (configuration, seed index) reads, as the solvers
-    take it: ``[[estimate of seed k, ...] per configuration]``, or None without
-    estimates."""
+    take it: ``[[estimate of seed k for k in seed_indices] per configuration]``,
+    or None without estimates."""
     if estimates is None:
         return None
-    return [[_estimate(estimates, config["epsilon"], k) for k in range(n_seeds)]
+    return [[_estimate(estimates, config["epsilon"], k) for k in seed_indices]
             for config in configs]
 
 

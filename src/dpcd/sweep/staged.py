@@ -24,7 +24,7 @@ import csv
 import numpy as np
 import pandas as pd
 
-from dpcd.plan.lattice import Lattice, prefix_passes
+from dpcd.plan.lattice import CONFIRM, PROMOTE, REFINE, SCREEN, Lattice, prefix_passes
 from dpcd.streams import config_id
 from dpcd.problems.selection import GROUP, best_configurations, final_iterates, last_checkpoints
 
@@ -95,19 +95,43 @@ def refine_configurations(configs, grid, axes, stride, keep, path="selection"):
 
 def stage_configurations(spec, configs, axes):
     """The configurations of one solver's grid (``configs``, its axes
-    ``axes``: :func:`dpcd.sweep.grid.expanded_grid`) that the spec's stage runs.
+    ``axes``: :func:`dpcd.sweep.grid.expanded_grid`) that a solve spec runs,
+    read from what the spec carries (its stage is the planner's to name:
+    :mod:`dpcd.plan.staged`).
 
-    ``screen``: the coarse lattice of ``stride`` (default 1: all); ``refine``:
-    the neighbours of the selection file's configurations; ``confirm``: the
-    selection file's configurations; ``grid``: all.
+    With a ``stride``: the coarse lattice, or with a ``selection`` file the
+    full-resolution neighbours of its configurations; without one: the
+    ``selection`` file's configurations, or all.
     """
-    stage = spec.get("stage", "grid")
-    if stage not in ("screen", "refine"):
-        return selected(configs, spec["selection"]) if "selection" in spec else configs
-    # the refine's centres: the screened configurations the select kept
-    kept = selected(configs, spec["selection"]) if stage == "refine" else None
-    lattice = Lattice(spec["grid"], axes, spec.get("stride", 1))
-    return lattice.coarse(configs) if stage == "screen" else lattice.neighbours(configs, kept)
+    kept = selected(configs, spec["selection"]) if "selection" in spec else None
+    if "stride" not in spec:
+        return configs if kept is None else kept
+    lattice = Lattice(spec["grid"], axes, spec["stride"])
+    return lattice.coarse(configs) if kept is None else lattice.neighbours(configs, kept)
+
+
+def with_first_seed(table, reused):
+    """A confirm job's table (the seeds after the first) with its
+    configurations' first-seed runs from the stages before (``reused``: their
+    tables), in the order of a run of every seed: per configuration, by seed.
+
+    Raises
+    ------
+    ValueError
+        If a configuration has no first-seed run among ``reused``.
+    """
+    order = {cid: k for k, cid in enumerate(pd.unique(table["config_id"]))}
+    first = pd.concat(reused, ignore_index=True) if reused else table.iloc[:0]
+    first = first[(first["seed_index"] == 0) & first["config_id"].isin(order)]
+    missing = set(order) - set(first["config_id"])
+    if missing:
+        raise ValueError(f"{len(missing)} configurations have no first-seed run in "
+                         "the tables of the stages before the confirm (reused_runs)")
+    both = pd.concat([first, table], ignore_index=True)
+    position = both["config_id"].map(order).to_numpy() * (both["seed_index"].max() + 1)
+    return both.iloc[np.argsort(position + both["seed_index"].to_numpy(),
+                                 kind="stable")].reset_index(drop=True)
+
 
 # --- the selects: the best few per (solver, epsilon, passes) ----------------------
 def _criteria(runs, select_by, prefix=False):
@@ -212,7 +236,7 @@ def replay_staged(runs, grids, select_by, keep, stride=1, refine=2, fidelity=1, 
         ranked = first[first["pass"].to_numpy(float) <= np.asarray(ends, dtype=float)]
     screen = {config_id(c) for configs, grid, axes in grids.values()
               for c in coarse_configurations(configs, grid, axes, stride)}
-    ran = {"screen": len(screen)}
+    ran = {SCREEN: len(screen)}
     ids = screen
     if stride > 1:
         best = keep_best(ranked[ranked["config_id"].isin(screen)], select_by, refine, prefix)
@@ -220,12 +244,12 @@ def replay_staged(runs, grids, select_by, keep, stride=1, refine=2, fidelity=1, 
                 for c in refine_configurations(
                     configs, grid, axes, stride,
                     set(best.loc[best["solver"] == solver, "config_id"]))}
-        ran["refine"] = len(fine)
+        ran[REFINE] = len(fine)
         ids = screen | fine
     if prefix:
         promoted = keep_best(ranked[ranked["config_id"].isin(ids)], select_by, promote, True)
         ids = set(promoted["config_id"])
-        ran["promote"] = len(ids)
+        ran[PROMOTE] = len(ids)
     kept = keep_best(first[first["config_id"].isin(ids)], select_by, keep)
-    ran["confirm"] = kept["config_id"].nunique()
+    ran[CONFIRM] = kept["config_id"].nunique()
     return kept, ran

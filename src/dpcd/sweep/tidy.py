@@ -42,7 +42,7 @@ def kernel_seconds(records):
     return float(sum(record.time.sum() for record in records_run(records)))
 
 
-def tidy_results(spec, runs, seeds, delta, also_at=()):
+def tidy_results(spec, runs, seeds, delta, also_at=(), first_seed=0):
     """The table and records of configurations run on ``seeds``.
 
     Parameters
@@ -55,6 +55,8 @@ def tidy_results(spec, runs, seeds, delta, also_at=()):
     also_at : list of float
         Other epsilons the runs stand for (:func:`_every_epsilon`: a
         non-private solver's, run at the first epsilon only).
+    first_seed : int
+        The replicate index of ``seeds[0]`` (the ``seed_index`` column).
 
     Returns
     -------
@@ -63,7 +65,7 @@ def tidy_results(spec, runs, seeds, delta, also_at=()):
     """
     rows = []
     for record, checkpoints, ran, nonprivate, counts in runs:
-        columns = record_columns(spec, record, seeds, delta, checkpoints, ran)
+        columns = record_columns(spec, record, seeds, delta, checkpoints, ran, first_seed)
         columns["nonprivate_inputs"] = nonprivate
         n_points = record.objective.shape[1]
         for k, name in enumerate(("nnz_correct", "nnz_incorrect")):
@@ -74,13 +76,14 @@ def tidy_results(spec, runs, seeds, delta, also_at=()):
     return _every_epsilon(table, records, also_at) if also_at else (table, records)
 
 
-def record_columns(spec, record, seeds, delta, checkpoints, ran):
+def record_columns(spec, record, seeds, delta, checkpoints, ran, first_seed=0):
     """The columns of one configuration's rows: arrays of one value per row, or
     scalars that :func:`stack_rows` repeats (the table is built once per chunk;
     a DataFrame per configuration cost ~5 ms each, 1.2 s of a 250-configuration job).
     The held-out metrics are on each seed's last row only."""
     config, objective, ledgers = record.config, record.objective, record.ledgers
     n_seeds, n_points = objective.shape
+    indices = np.arange(first_seed, first_seed + n_seeds)
     # The pass column is the solver's own checkpoints (float: 0, 1, ..., and
     # the fractional end), the same for every seed of a configuration.
     pass_index = np.tile(np.asarray(checkpoints, dtype=np.float64), n_seeds)
@@ -93,8 +96,8 @@ def record_columns(spec, record, seeds, delta, checkpoints, ran):
         "epsilon": float(config["epsilon"]),
         "delta": delta,
         "passes": config["passes"],  # int for integer grids, float for fractional ones
-        "seed_index": np.repeat(np.arange(n_seeds), n_points),
-        "seed": np.repeat(np.asarray([-1 - k if s is None else s for k, s in enumerate(seeds)],
+        "seed_index": np.repeat(indices, n_points),
+        "seed": np.repeat(np.asarray([-1 - k if s is None else s for k, s in zip(indices, seeds)],
                                      dtype=np.int64), n_points),
         "pass": pass_index,
         "objective": objective.ravel(),
