@@ -86,18 +86,9 @@ import secrets
 import numpy as np
 
 from dpcd.privacy import accounting, cache
+# the modes and their guarantees live with the ledger that states them
+from dpcd.privacy.ledger import GUARANTEES, NOISE_MODES, BudgetLine
 
-NOISE_MODES = ("fast", "secure")
-
-# What each mode's guarantee assumes (stated in every ledger).
-GUARANTEES = {
-    "fast": ("floating-point samplers (numba/numpy) on a seeded PCG64 generator: "
-             "the guarantee assumes an idealised sampler and a secret seed; "
-             "a reproducible run for research, not for release"),
-    "secure": ("exact discrete samplers on a keystream keyed from the OS's secure source, "
-               "inputs rounded to a grid accounted in the sensitivity; seeds "
-               "drawn from the OS and never recorded"),
-}
 
 # Grid steps per sensitivity: the grid is γ = Δ/m and the charged sensitivity
 # m + 1 steps, so the noise grows by (m + 1)/m = 1.001.
@@ -653,7 +644,6 @@ def secure_lattice(calibrate, epsilon: float, delta: float, *, clip: float, unit
     z = float(cal.noise_scales) / (units * clip)
     s = z * delta_steps
     from dpcd.privacy.exact import MAX_SCALE  # numba's import: only for secure runs
-    from dpcd.privacy.ledger import BudgetLine  # the ledger imports this module
 
     if draws * lattice_closeness(s) > a:
         raise RuntimeError(f"noise='secure': the slack bound {a:.3g} does not hold at the "
