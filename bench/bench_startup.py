@@ -21,7 +21,7 @@ import sys
 import textwrap
 import time
 
-from dpcd.stages import aggregate, solve
+from dpcd.stages import aggregate, fresh, solve
 
 
 def body_imports(func):
@@ -40,7 +40,7 @@ JOBS = {
     "pass": "pass",
     "solve": job("solve", solve.cmd_solve),
     "select": job("select", solve.cmd_select),
-    "fresh": job("fresh", aggregate.cmd_fresh),
+    "fresh": job("fresh", fresh.cmd_fresh),
     "aggregate": job("aggregate", aggregate.cmd_aggregate),
 }
 

@@ -21,7 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from dpcd.privacy.secure import GUARANTEES
+# The noise modes (dpcd.privacy.secure), and what each mode's guarantee
+# assumes: stated in every ledger.
+NOISE_MODES = ("fast", "secure")
+GUARANTEES = {
+    "fast": ("floating-point samplers (numba/numpy) on a seeded PCG64 generator: "
+             "the guarantee assumes an idealised sampler and a secret seed; "
+             "a reproducible run for research, not for release"),
+    "secure": ("exact discrete samplers on a keystream keyed from the OS's secure source, "
+               "inputs rounded to a grid accounted in the sensitivity; seeds "
+               "drawn from the OS and never recorded"),
+}
 
 # Values are JSON scalars or lists of floats (per-coordinate scales).
 Number = float | list

@@ -73,7 +73,7 @@ event of probability ``N·τ``: if the continuous run is ``(ε_c, δ_c)``-DP the
 secure one is ``(ε_c + 2a, e^{a}δ_c + (1 + e^{ε_c + a})Nτ)``-DP.  So the
 continuous event is calibrated at ``(ε − 2a, δ·e^{−a}·(1 − 10⁻⁶))``; ``m``
 makes ``s ≥ 2²⁴``, ``2a ≤ 10⁻⁴ε`` and the rounding's share of ``Δ`` at most
-10⁻⁴, hence noise within 1 % of the fast path's (docs/secure_noise.md).
+10⁻³, hence noise within 1 % of the fast path's (docs/secure_noise.md).
 """
 
 from __future__ import annotations
@@ -86,18 +86,9 @@ import secrets
 import numpy as np
 
 from dpcd.privacy import accounting, cache
+# the modes and their guarantees live with the ledger that states them
+from dpcd.privacy.ledger import GUARANTEES, NOISE_MODES, BudgetLine
 
-NOISE_MODES = ("fast", "secure")
-
-# What each mode's guarantee assumes (stated in every ledger).
-GUARANTEES = {
-    "fast": ("floating-point samplers (numba/numpy) on a seeded PCG64 generator: "
-             "the guarantee assumes an idealised sampler and a secret seed; "
-             "a reproducible run for research, not for release"),
-    "secure": ("exact discrete samplers on a keystream keyed from the OS's secure source, "
-               "inputs rounded to a grid accounted in the sensitivity; seeds "
-               "drawn from the OS and never recorded"),
-}
 
 # Grid steps per sensitivity: the grid is γ = Δ/m and the charged sensitivity
 # m + 1 steps, so the noise grows by (m + 1)/m = 1.001.
@@ -492,8 +483,12 @@ def secure_laplace_release(means, sensitivity, multiplier: float,
 LATTICE_TAIL = 40.0
 # The integer scale s is at least this (ρ(s) ≈ 200/s² per draw).
 LATTICE_MIN_SCALE = 2.0 ** 24
-# 2a is at most this fraction of ε, and so is the rounding's share of Δ.
+# 2a is at most this fraction of ε.
 LATTICE_SHARE = 1e-4
+# The rounding's share of Δ is at most this (the noise grows by as much). A
+# finer grid makes s, and with it the sampler's exact-path fallbacks (about
+# s·2⁻⁴⁸ per draw), larger for no gain worth having.
+LATTICE_ROUNDING_SHARE = 1e-3
 # Fraction of δ left for the tails: the continuous event gets δ·e^{-a}·(1 - this).
 LATTICE_TAIL_DELTA = 1e-6
 # Integer sums stay below this (int64 holds 2⁶³).
@@ -540,7 +535,7 @@ def lattice_grid(multiplier: float, units: float, dim: int, draws: int, epsilon:
                  records: int = 1) -> int:
     """``m``, grid steps per clipping threshold: the smallest power of two with
     ``s = z·Δ ≥`` :data:`LATTICE_MIN_SCALE`, ``2·N·ρ(s) ≤`` :data:`LATTICE_SHARE`
-    ``·ε`` and the rounding's share of Δ at most :data:`LATTICE_SHARE`.
+    ``·ε`` and the rounding's share of Δ at most :data:`LATTICE_ROUNDING_SHARE`.
 
     Parameters
     ----------
@@ -564,7 +559,7 @@ def lattice_grid(multiplier: float, units: float, dim: int, draws: int, epsilon:
         s = z * delta_steps
         slack = draws * lattice_closeness(_SCALE_MARGIN * s)
         if (s >= LATTICE_MIN_SCALE and 2.0 * slack <= LATTICE_SHARE * epsilon
-                and delta_steps - m * units <= LATTICE_SHARE * m * units):
+                and delta_steps - m * units <= LATTICE_ROUNDING_SHARE * m * units):
             return m
     raise ValueError(f"noise='secure': no grid meets the lattice rules (z = {z:g}, "
                      f"{draws} draws, epsilon = {epsilon:g})")
@@ -649,7 +644,6 @@ def secure_lattice(calibrate, epsilon: float, delta: float, *, clip: float, unit
     z = float(cal.noise_scales) / (units * clip)
     s = z * delta_steps
     from dpcd.privacy.exact import MAX_SCALE  # numba's import: only for secure runs
-    from dpcd.privacy.ledger import BudgetLine  # the ledger imports this module
 
     if draws * lattice_closeness(s) > a:
         raise RuntimeError(f"noise='secure': the slack bound {a:.3g} does not hold at the "
@@ -697,8 +691,9 @@ def secure_lattice(calibrate, epsilon: float, delta: float, *, clip: float, unit
                            integer_scale=s, slack=a, calibration=secure_cal)
 
 
-__all__ = ["GUARANTEES", "LAPLACE_RATIOS", "LATTICE_MIN_SCALE", "LATTICE_SHARE", "LATTICE_TAIL",
-           "LATTICE_TAIL_DELTA", "LatticeGaussian", "NOISE_MODES", "PLD_RATIOS", "RESOLUTION",
+__all__ = ["GUARANTEES", "LAPLACE_RATIOS", "LATTICE_MIN_SCALE", "LATTICE_ROUNDING_SHARE",
+           "LATTICE_SHARE", "LATTICE_TAIL", "LATTICE_TAIL_DELTA", "LatticeGaussian",
+           "NOISE_MODES", "PLD_RATIOS", "RESOLUTION",
            "SECURE_FEATURE_BOUND", "SecureGaussian", "SecureGcd", "check_accountant",
            "check_grid", "discrete_gaussian", "discrete_gaussian_epsilon", "discrete_laplace",
            "discrete_laplace_rdp", "laplace_scale", "lattice_closeness", "lattice_grid",
