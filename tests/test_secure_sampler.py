@@ -111,8 +111,15 @@ def test_single_draws_law(sampler, pmf, scale, width):
 
 
 def _opendp_draws(kind, scale, size):
-    from dpcd.privacy import secure
-    return getattr(secure, kind)(scale, size)
+    """``size`` draws of OpenDP's own exact sampler (the measurement adds its
+    noise to zeros), from OpenDP's secure source: an outside reference."""
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib")
+    gaussian = kind == "discrete_gaussian"
+    metric = dp.l2_distance(T="i64") if gaussian else dp.l1_distance(T="i64")
+    make = dp.m.make_gaussian if gaussian else dp.m.make_laplace
+    meas = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=scale)
+    return np.asarray(meas(np.zeros(size, dtype=np.int64)), dtype=np.int64)
 
 
 @pytest.mark.parametrize("kind, fill, scale", [
