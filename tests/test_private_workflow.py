@@ -657,8 +657,9 @@ def test_dp_cd_p_smoothness_release_renyi_below_its_event():
 
 
 def test_candidate_spec_refuses_dp_cd_p_ledgers_it_cannot_rebuild():
-    """A smoothness release with discrete (secure) noise, or one missing its
-    steps, is refused, not accounted as something else."""
+    """A smoothness release that is not Laplace, one with discrete (secure)
+    Laplace noise below the scale the continuous Laplace event dominates, or
+    one missing its steps, is refused, not accounted as something else."""
     import dataclasses
 
     problem = _problem()
@@ -668,9 +669,14 @@ def test_candidate_spec_refuses_dp_cd_p_ledgers_it_cannot_rebuild():
     spec, z = candidate_spec(cal.ledger, problem.n_samples)
     assert spec == ("smoothness_gaussian", pytest.approx(50.0), 5, 0.0, 10)
     smooth, steps = cal.ledger.mechanisms
+    gaussian = dataclasses.replace(cal.ledger, mechanisms=[
+        dataclasses.replace(smooth, kind="gaussian"), steps])
+    with pytest.raises(ValueError, match="Laplace noise"):
+        candidate_spec(gaussian, problem.n_samples)
+    # the fast scale: a discrete Laplace needs 1.0001 times it to be dominated
     secure = dataclasses.replace(cal.ledger, mechanisms=[
         dataclasses.replace(smooth, kind="discrete_laplace"), steps])
-    with pytest.raises(ValueError, match="Laplace noise"):
+    with pytest.raises(ValueError, match="below the scale the continuous Laplace"):
         candidate_spec(secure, problem.n_samples)
     alone = dataclasses.replace(cal.ledger, mechanisms=[smooth], budget=cal.ledger.budget[:1])
     with pytest.raises(ValueError, match="one training event"):
