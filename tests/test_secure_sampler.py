@@ -111,9 +111,14 @@ def test_discrete_gaussian_law_wide(sigma, seed):
     nothing at this sample size), and χ² of the draws mod 2¹² and of their bits
     12 to 22 (the staircase's low part and its steps), each uniform within
     e^{−2π²σ²/2⁴⁶}: 6 comparisons, false failure <= 6e-6."""
-    n = 2_000_000
-    draws = np.empty(n, dtype=np.int64)
+    draws = np.empty(2_000_000, dtype=np.int64)
     exact.fill_discrete_gaussian(_state(seed), sigma, draws)
+    _check_wide_law(draws, sigma)
+
+
+def _check_wide_law(draws, sigma):
+    """χ², KS and tail tests against Φ((k + 1/2)/σ), and the low bits' uniformity."""
+    n = draws.size
     x = np.sort(draws)
     # χ²: 1000 bins of equal probability (edges at quantiles of the continuous law)
     edges = np.floor(stats.norm.ppf(np.linspace(0, 1, 1001)[1:-1]) * sigma).astype(np.int64)
