@@ -66,4 +66,4 @@ clean:
 # the whole one; real datasets from DPCD_DATA_MIRROR when it is set.
 .PHONY: defaults-suite
 defaults-suite: $(VENV)/.installed
-	$(BIN)/python bench/defaults_suite.py $(if $(FULL),,--quick) --search
+	$(BIN)/python bench/defaults_suite.py $(if $(FULL),,--quick) --search $(ARGS)
