@@ -155,6 +155,14 @@ def test_single_draws_law(sampler, pmf, scale, width):
     _check_law(draws, support, pmf(scale, support), tails=(3 * scale, 4.5 * scale))
 
 
+def test_single_draws_law_wide():
+    """The one-draw function's staircase path at σ = 2²⁴ + 0.3, 10⁶ draws, as
+    in the wide fills' test: false failure <= 6e-6."""
+    draws = np.empty(1_000_000, dtype=np.int64)
+    _single_draws(exact.discrete_gaussian, _state(22), 2.0 ** 24 + 0.3, draws)
+    _check_wide_law(draws, 2.0 ** 24 + 0.3)
+
+
 def _opendp_draws(kind, scale, size):
     """``size`` draws of OpenDP's own exact sampler (the measurement adds its
     noise to zeros), from OpenDP's secure source: an outside reference."""

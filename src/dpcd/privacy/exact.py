@@ -15,8 +15,9 @@ with a proven error bound ``E``:
 
 * if ``U``'s interval lies entirely on one side of ``[θ − E, θ + E]``, the
   comparison is decided exactly, in the kernel;
-* otherwise (probability about ``2E``, below 10⁻⁶ per draw at the scales the
-  solvers use) the kernel calls, through ``numba.objmode``, an exact path in
+* otherwise (probability about ``2E``: below 10⁻⁶ per draw for the discrete
+  Gaussian at every scale, and for the discrete Laplace up to t = 10⁶) the
+  kernel calls, through ``numba.objmode``, an exact path in
   Python: it extends ``U`` word by word and compares with the threshold
   computed by :mod:`decimal` (whose ``exp`` and ``ln`` are correctly
   rounded) at growing precision, as intervals with rational ends
@@ -45,7 +46,11 @@ The samplers
   and Steinke (NeurIPS 2020), Algorithm 3: propose ``Y`` from the discrete
   Laplace of scale ``t = ⌊σ⌋ + 1`` and accept with probability
   ``exp(−(|Y| − σ²/t)²/(2σ²))`` (an exact Bernoulli as above). About 1.3
-  proposals per draw at large σ.
+  proposals per draw at large σ. From σ = 2²⁰ up the proposal is a
+  staircase (see ``WIDE_SCALE``): ``|Y| = L·H + low`` with ``H`` geometric
+  of ratio ``e^{−L/t}``, ``low`` uniform below ``L``, ``−0`` rejected, and
+  ``e^{−low/t}`` moved into the acceptance, so that the float decisions'
+  guard bands no longer widen with σ.
 
 Parameters are restricted to ``2⁻¹⁰ ≤ t, σ ≤ 2⁴⁰`` (beyond, the float
 checks lose their margin; no solver comes near).
