@@ -132,9 +132,10 @@ def main():
                      else (ledgers.get("kernels", 0.0), "wall"))
     print(f"\nkernels ({kind}): {kernels:.1f} of {total:.1f} CPU s = "
           f"{kernels / total:.1%} (outside the kernels: {total - kernels:.1f} s)")
-    if solve_cpu:
-        print(f"calibration: {ledgers.get('calibration', 0.0):.1f} of the solve jobs' "
-              f"{solve_cpu:.1f} CPU s = {ledgers.get('calibration', 0.0) / solve_cpu:.1%}")
+    if solve_cpu:  # CPU against CPU where the ledgers have it
+        calibration = ledgers_cpu.get("calibration", ledgers.get("calibration", 0.0))
+        print(f"calibration ({kind}): {calibration:.1f} of the solve jobs' "
+              f"{solve_cpu:.1f} CPU s = {calibration / solve_cpu:.1%}")
     if calibrations:
         print(f"calibrations in the ledgers: {calibrations.get('cpu_seconds', 0.0):.1f} CPU s "
               f"(of {ledgers.get('calibration', 0.0):.1f} s wall), "
