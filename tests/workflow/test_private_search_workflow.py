@@ -198,3 +198,33 @@ def test_one_configuration_and_non_candidate_refused(tmp_path):
     proc = snakemake(make_workdir(tmp_path / "cdp", config), "-n", check=False)
     assert proc.returncode != 0
     assert "solvers.cd: cd cannot be a private-search candidate" in proc.stdout + proc.stderr
+
+
+def test_secure_private_search_runs_and_records_no_seed(tmp_path):
+    """``noise: secure`` with ``search: private``: a tiny real run (dp_cd and
+    DP-SGD, one selection seed) finishes; every ledger says ``secure``, the
+    released DP-SGD ledger carries the lattice's closeness line, the released
+    rows' seed column is -1 - selection seed, and epsilon is met."""
+    config = copy.deepcopy(CONFIG)
+    exp = config["experiments"]["priv"]
+    exp["privacy"]["noise"] = "secure"
+    exp["search_private"] = {"mean": 1.5, "selection_seeds": 1}
+    exp["passes"] = [1]
+    del exp["solvers"]["dp_cd_p"]
+    workdir = make_workdir(tmp_path, config)
+    snakemake(workdir)
+    mlflow.set_tracking_uri(f"sqlite:///{workdir}/results/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["dpcd/priv"])
+    children = runs[runs["params.solver"].notna()]
+    assert (children["params.privacy.noise"] == "secure").all()
+    released = children[children["tags.role"] == "released"]
+    assert sorted(released["params.solver"]) == ["dp_cd", "dp_sgd"]
+    for row in released.to_dict("records"):
+        ledger = mlflow.MlflowClient().download_artifacts(
+            row["run_id"], "privacy_ledger.json", str(tmp_path))
+        text = open(ledger).read()
+        assert '"noise": "secure"' in text
+        assert ('"group": "lattice_rounding"' in text) == (row["params.solver"] == "dp_sgd")
+        assert row["metrics.privacy.epsilon_achieved"] <= EPS
+    tables = [pd.read_parquet(p) for p in workdir.glob("results/runs/priv/*/private/*.parquet")]
+    assert all(set(t["seed"]) == {-1} for t in tables)
