@@ -24,6 +24,13 @@ Steinke 2022; :mod:`dpcd.tuning`) on the experiment's problem:
    whole release (``RepeatAndSelectDpEvent``, its ε end to end) and lists no
    ``hyperparameter_selection``.
 
+With ``privacy.noise: secure`` each search runs as
+:func:`dpcd.tuning.search.private_search` in its secure mode: the draws' seed
+and each candidate's from the OS (never recorded; the released rows' seed is
+``-1 - selection seed``), the selection calibrated on the candidates' secure
+ledgers, K drawn exactly, the scores on the grid with exact noise, exact ties
+broken uniformly.
+
 The relative error to F* and the held-out metrics of the released model are
 the researcher's evaluation of it (they read the data without noise) and are
 not part of the release.
