@@ -39,9 +39,10 @@ dry-run: $(VENV)/.installed
 
 # -n auto: one pytest worker per core (the workflow tests dominate; serial runs
 # take twice as long on 2 cores). Whole files per worker, workflow files first
-# (tests/conftest.py), so each workflow fixture is built once.
+# (tests/conftest.py), so each workflow fixture is built once. The 30 slowest
+# tests are listed at the end, so that the suite's cost is visible in CI.
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=30
 
 lint: $(VENV)/.installed-test
 	$(BIN)/snakemake --lint --configfile config/config.yaml
@@ -66,4 +67,4 @@ clean:
 # the whole one; real datasets from DPCD_DATA_MIRROR when it is set.
 .PHONY: defaults-suite
 defaults-suite: $(VENV)/.installed
-	$(BIN)/python bench/defaults_suite.py $(if $(FULL),,--quick) --search
+	$(BIN)/python bench/defaults_suite.py $(if $(FULL),,--quick) --search $(ARGS)

@@ -3,15 +3,19 @@
 Run: ``python bench/bench_calibration.py`` (a representative set of events),
 or ``python bench/bench_calibration.py --config config/paper/dpscd_aaai21.yaml
 [--config ...]`` (every distinct event of those configs' grids). Prints one
-row per event and the totals; no assertions.
+row per event, each config's totals (what a workflow computes once per
+distinct event, its disk cache empty) and the overall totals; no assertions.
 
 For each event, the baseline's ``calibrate_multiplier`` (the file
 ``src/dpcd/privacy/accounting.py`` at ``--baseline``, loaded from git as a
 module of its own) and this tree's are timed back to back, each with empty
 in-process caches and no disk cache, so that load from other jobs hits both
-alike. Columns: seconds of each, their ratio, and the relative change of
-the noise multiplier z (new/old - 1). ``--recheck`` also re-evaluates each
-new z that PLD calibrated at a 10x finer discretisation (slow: minutes for
+alike. DP-GCD's events (``dp_gcd`` T=...) are its per-step ε′ under every
+composition ``"auto"`` tries (``_calibrate_step`` of
+``src/dpcd/privacy/gcd.py``, baseline likewise). Columns: CPU seconds of
+each, their ratio, and the relative change of the noise multiplier z
+(new/old - 1; 1/ε′ for DP-GCD). ``--recheck`` also re-evaluates each new z
+that PLD calibrated at a 10x finer discretisation (slow: minutes for
 millions of steps) and prints the ε found there.
 
 Events come from the configs as a solve job makes them: each private
@@ -36,7 +40,7 @@ import yaml
 
 from dpcd import algorithms
 from dpcd.algorithms.problem import Probe
-from dpcd.privacy import accounting
+from dpcd.privacy import accounting, gcd
 from dpcd.problems import make_problem
 from dpcd.sweep.grid import expand_grid
 
@@ -69,22 +73,23 @@ REPRESENTATIVE = [
 ]
 
 
-def load_baseline(rev):
-    """The module ``src/dpcd/privacy/accounting.py`` of git revision ``rev``."""
-    source = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:src/dpcd/privacy/accounting.py"],
+def load_baseline(rev, name="accounting"):
+    """The module ``src/dpcd/privacy/<name>.py`` of git revision ``rev``."""
+    source = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:src/dpcd/privacy/{name}.py"],
                             check=True, capture_output=True, text=True).stdout
-    path = os.path.join(tempfile.mkdtemp(), "baseline_accounting.py")
+    path = os.path.join(tempfile.mkdtemp(), f"baseline_{name}.py")
     with open(path, "w") as fh:
         fh.write(source)
-    spec = importlib.util.spec_from_file_location("baseline_accounting", path)
+    spec = importlib.util.spec_from_file_location(f"baseline_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def clear(module):
-    for name in ("_tightest", "_calibrate", "_epsilon"):
-        getattr(module, name).cache_clear()
+    for name in ("_tightest", "_calibrate", "_epsilon", "_calibrate_step"):
+        if hasattr(module, name):
+            getattr(module, name).cache_clear()
 
 
 def train_shape(config, exp):
@@ -116,8 +121,12 @@ def config_events(path):
         record.append((tuple(spec), float(epsilon), float(delta), accountant, relation))
         return 1.0, float(epsilon), "rdp"
 
-    real = accounting.calibrate_multiplier
-    accounting.calibrate_multiplier = recorder
+    def step_recorder(steps, epsilon, delta, composition, grid_steps=0):
+        record.append(("dp_gcd", int(steps), float(epsilon), float(delta)))
+        return 1e-3, float(epsilon)
+
+    real, real_step = accounting.calibrate_multiplier, gcd._calibrate_step
+    accounting.calibrate_multiplier, gcd._calibrate_step = recorder, step_recorder
     try:
         for exp in config["experiments"].values():
             n, p = train_shape(config, exp)
@@ -146,7 +155,7 @@ def config_events(path):
                                                        privacy.get("neighbouring", "replace_one"))
                             solver.privacy.calibrate(Probe(n, p, penalty), cfg, budget)
     finally:
-        accounting.calibrate_multiplier = real
+        accounting.calibrate_multiplier, gcd._calibrate_step = real, real_step
     for event in record:
         seen.setdefault(event, None)
     return list(seen)
@@ -155,6 +164,10 @@ def config_events(path):
 def timed(module, event):
     clear(module)
     start = time.process_time()
+    if event[0] == "dp_gcd":  # every composition "auto" tries; z = 1/(largest ε′)
+        steps = {k: module._calibrate_step(*event[1:], k)[0] for k in gcd.COMPOSITIONS}
+        used = max(steps, key=steps.get)
+        return time.process_time() - start, 1.0 / steps[used], used
     z, achieved, used = module.calibrate_multiplier(*event)
     return time.process_time() - start, z, used
 
@@ -176,31 +189,49 @@ def main():
     parser.add_argument("--limit", type=int, default=None, help="time only the first N events")
     parser.add_argument("--every", type=int, default=1,
                         help="time every k-th event only (a sample across the configs)")
+    parser.add_argument("--kind", help="time only events of this kind (dp_gcd, gaussian, "
+                                       "poisson_gaussian, ...)")
     args = parser.parse_args()
     os.environ.pop("DPCD_CALIBRATION_CACHE", None)
-    events = REPRESENTATIVE
+    events, by_config = REPRESENTATIVE, {}
     if args.config:
-        events = list(dict.fromkeys(e for path in args.config for e in config_events(path)))
+        by_config = {path: config_events(path) for path in args.config}
+        events = list(dict.fromkeys(e for path in args.config for e in by_config[path]))
+    if args.kind:
+        events = [e for e in events if (e[0] if e[0] == "dp_gcd" else e[0][0]) == args.kind]
     events = events[::args.every][:args.limit]
     old = load_baseline(args.baseline)
+    old_gcd = load_baseline(args.baseline, "gcd")
     print(f"{len(events)} events; baseline {args.baseline}; CPU seconds of this process "
           "(other jobs' load still slows both)")
     print(f"{'event':58} {'eps':>5} {'old s':>7} {'new s':>7} {'ratio':>6} {'dz/z':>9} acct")
     total_old = total_new = 0.0
     worst = 0.0
+    seconds = {}
     for event in events:
-        t_old, z_old, _ = timed(old, event)
-        t_new, z_new, used = timed(accounting, event)
+        gcd_event = event[0] == "dp_gcd"
+        t_old, z_old, _ = timed(old_gcd if gcd_event else old, event)
+        t_new, z_new, used = timed(gcd if gcd_event else accounting, event)
+        seconds[event] = t_old, t_new
         total_old, total_new = total_old + t_old, total_new + t_new
         change = z_new / z_old - 1
         worst = max(worst, abs(change))
-        spec = ",".join(f"{x:.4g}" if isinstance(x, float) else str(x) for x in event[0])
-        line = (f"{spec + ' ' + event[4]:58} {event[1]:5g} {t_old:7.2f} {t_new:7.2f} "
+        if gcd_event:
+            name, eps = f"dp_gcd T={event[1]} delta={event[3]:.3g}", event[2]
+        else:
+            spec = ",".join(f"{x:.4g}" if isinstance(x, float) else str(x) for x in event[0])
+            name, eps = spec + " " + event[4], event[1]
+        line = (f"{name:58} {eps:5g} {t_old:7.2f} {t_new:7.2f} "
                 f"{t_old / max(t_new, 1e-9):6.1f} {change:+9.2e} {used}")
-        if args.recheck and used == "pld":
+        if args.recheck and used == "pld" and not gcd_event:
             fine = recheck(event, z_new)
             line += f"  eps at 1/10 interval {fine:.5g}{'' if fine <= event[1] else ' MISSES'}"
         print(line, flush=True)
+    for path, config in by_config.items():
+        timed_here = [seconds[e] for e in dict.fromkeys(config) if e in seconds]
+        t_old, t_new = (sum(t[i] for t in timed_here) for i in (0, 1))
+        print(f"{path}: {len(timed_here)} events, old {t_old:.1f} s, new {t_new:.1f} s, "
+              f"ratio {t_old / max(t_new, 1e-9):.2f}")
     print(f"total: old {total_old:.1f} s, new {total_new:.1f} s, ratio "
           f"{total_old / max(total_new, 1e-9):.2f}; max |dz/z| {worst:.2e}")
 

@@ -3,6 +3,9 @@
 Run: ``python bench/bench_startup.py [--repeat 5] [--baseline SRC]``. For each job kind, a
 fresh interpreter builds the command's parser and runs the import statements
 of the command's own function (as the job does before it reads its inputs);
+``solve+kernels`` then loads DP-CD's kernels from the numba cache, as a solve
+job does before its first run (``NUMBA_CACHE_DIR``, a temporary one if unset,
+is filled by an untimed first round), and ``numba`` is numba's import alone;
 ``pass`` is timed in the same rounds, interleaved, so load from other
 processes hits all alike. Prints the median CPU seconds (user + sys of the
 child) and wall seconds of each, and each one's excess over ``pass``; no
@@ -18,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -43,6 +47,10 @@ JOBS = {
     "fresh": job("fresh", fresh.cmd_fresh),
     "aggregate": job("aggregate", aggregate.cmd_aggregate),
 }
+if hasattr(aggregate, "cmd_aggregate_report"):  # the figures and MLflow, apart from the tables
+    JOBS["aggregate-report"] = job("aggregate-report", aggregate.cmd_aggregate_report)
+JOBS["solve+kernels"] = JOBS["solve"] + "\nfrom dpcd import algorithms\nalgorithms.warmup(['dp_cd'])"
+JOBS["numba"] = "import numba"
 
 
 def timed(code, src=None):
@@ -65,6 +73,9 @@ def main():
     parser.add_argument("--baseline", help="src directory of a baseline revision")
     args = parser.parse_args()
     trees = {"this tree": None, **({"baseline": args.baseline} if args.baseline else {})}
+    os.environ.setdefault("NUMBA_CACHE_DIR", tempfile.mkdtemp(prefix="numba_cache"))
+    for src in trees.values():  # untimed: the kernels compile into the cache
+        timed(JOBS["solve+kernels"], src)
     times = {(tree, name): [] for tree in trees for name in JOBS}
     for _ in range(args.repeat):
         for name, code in JOBS.items():  # interleaved: each round times every job

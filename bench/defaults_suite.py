@@ -146,13 +146,19 @@ def baselines(data):
     return _score(task, yt, model.predict(Xt)), _score(task, yt, trivial)
 
 
+# The suite's extra method: the default solver given the synthetic data's
+# public bound (their features are clipped to +-3), to set its private bound against.
+PUBLIC_BOUND = "dp_cd_p, bounds=3"
+
+
 def fit_default(data, solver, epsilon, seed, mode):
     from dpcd.estimators import DPCoordinateDescentClassifier, DPCoordinateDescentRegressor
 
     cls = (DPCoordinateDescentRegressor if data["task"] == "regression"
            else DPCoordinateDescentClassifier)
-    model = cls(solver=solver, epsilon=epsilon,
-                random_state=seed if mode == "seeded" else None)
+    extra = {"bounds": 3.0} if solver == PUBLIC_BOUND else {}
+    model = cls(solver="dp_cd_p" if extra else solver, epsilon=epsilon,
+                random_state=seed if mode == "seeded" else None, **extra)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(data["X"], data["y"])
@@ -184,12 +190,16 @@ def run(args):
     rows = []
     seeds = range(args.seeds)
     for name, load in datasets(args.quick, args.data):
+        if args.only and not any(word in name for word in args.only):
+            continue
         data = load()
         n = len(data["y"])
         nonprivate, trivial = baselines(data)
         reference = name.startswith("reference")
         epsilons = args.eps
-        solvers = args.solvers
+        solvers = list(args.solvers)
+        if args.public_bound and not (name in REAL or "dp_cd_p" not in solvers):
+            solvers.insert(solvers.index("dp_cd_p") + 1, PUBLIC_BOUND)
         for epsilon in epsilons:
             for solver in solvers:
                 start = time.perf_counter()
@@ -223,8 +233,9 @@ def markdown(frame):
     """One row per (dataset, epsilon): the median score of each method, the
     non-private and the trivial baselines; a cell is marked ``*`` when it is
     below the trivial predictor where n epsilon >= 1000, or more than 0.1
-    below it elsewhere."""
-    methods = [m for m in (*SOLVERS, "PrivateSearch(dp_cd_p)") if m in set(frame["method"])]
+    below it elsewhere, at the table's precision (3 decimals)."""
+    methods = [m for m in (*SOLVERS[:2], PUBLIC_BOUND, *SOLVERS[2:], "PrivateSearch(dp_cd_p)")
+               if m in set(frame["method"])]
     head = ["dataset", "n", "p", "ε", "metric", *methods, "non-private", "mean/majority"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     keys = ["dataset", "epsilon"]
@@ -239,7 +250,7 @@ def markdown(frame):
                 cells.append("")
                 continue
             median = float(np.nanmedian(scores))
-            mark = "*" if median < trivial - slack else ""
+            mark = "*" if round(median, 3) < round(trivial - slack, 3) else ""
             cells.append(f"{median:.3f}{mark}")
         metric = "R²" if first["task"] == "regression" else "accuracy"
         lines.append("| " + " | ".join([name, f"{first['n']}", f"{first['p']}", f"{epsilon:g}",
@@ -253,19 +264,27 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="n in {1 000, 10 000}, p = 10, California and Electricity, "
                              "epsilon in {0.1, 1}, 3 seeds (the reference problems keep 5)")
-    parser.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0, 10.0])
+    parser.add_argument("--eps", type=float, nargs="+", default=None,
+                        help="default 0.1 1 10 (--quick: 0.1 1)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=SOLVERS)
     parser.add_argument("--mode", choices=("default", "seeded"), default="default")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="only the datasets whose name contains one of these words")
+    parser.add_argument("--public-bound", action="store_true",
+                        help=f"also '{PUBLIC_BOUND}' on the synthetic datasets")
     parser.add_argument("--search", action="store_true",
                         help="also PrivateSearch over SEARCH_GRID (dp_cd_p)")
+    parser.add_argument("--no-search", dest="search", action="store_false",
+                        help="no PrivateSearch (undoes --search)")
     parser.add_argument("--search-eps", type=float, nargs="+", default=[1.0])
     parser.add_argument("--data", default=os.environ.get("DPCD_DATA_MIRROR"),
                         help="directory with <dataset>/ raw files (default: $DPCD_DATA_MIRROR)")
     parser.add_argument("--out", default=os.path.join("results", "bench", "defaults_suite"))
     args = parser.parse_args(argv)
+    if args.eps is None:
+        args.eps = [0.1, 1.0] if args.quick else [0.1, 1.0, 10.0]
     if args.quick:
-        args.eps = [0.1, 1.0]
         args.seeds = min(args.seeds, 5)
     frame = run(args)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)

@@ -10,7 +10,10 @@ Every solve job writes an overhead ledger (``results/runs/**/chunk*.timing.json`
 calibrations, its MLflow runs file and the rest. This script sums them and
 sets them against the CPU seconds of the whole run: user + sys as
 ``/usr/bin/time`` reports them (its default format, or ``-v``), or
-``--cpu-seconds``. It also sums Snakemake's ``benchmark:`` files per rule
+``--cpu-seconds``. The ledgers' seconds are wall; where a ledger has its CPU
+seconds (``cpu_seconds``: the kernels' at the CPU / wall ratio of the runs
+around them, and the job's start-up), the shares are of CPU, as the run's
+total is: on a shared machine a job's wall exceeds its CPU. It also sums Snakemake's ``benchmark:`` files per rule
 (``results/benchmarks/<rule>/...``: jobs, wall and CPU seconds), so the CPU
 outside the kernels can be read per rule. The calibrations: the ledgers'
 wall, their CPU, calls and entries computed (ledgers that have them), and the
@@ -28,19 +31,22 @@ from collections import defaultdict
 
 
 def ledger_sums(workdir):
-    """Sum of each overhead-ledger field over the solve jobs, of their
-    calibration counts (``calibrations``), and their number."""
+    """Sum of each overhead-ledger field over the solve jobs (wall, and CPU
+    where the ledgers have it), of their calibration counts
+    (``calibrations``), and their number."""
     paths = (glob.glob(os.path.join(workdir, "results/runs/**/chunk*.timing.json"), recursive=True)
              + glob.glob(os.path.join(workdir, "results/fresh/*/chunk*.timing.json")))
-    sums, calibrations = defaultdict(float), defaultdict(float)
+    sums, cpu, calibrations = defaultdict(float), defaultdict(float), defaultdict(float)
     for path in paths:
         with open(path) as fh:
             ledger = json.load(fh)
         for key, value in ledger["seconds"].items():
             sums[key] += value
+        for key, value in ledger.get("cpu_seconds", {}).items():
+            cpu[key] += value
         for key, value in ledger.get("calibrations", {}).items():
             calibrations[key] += value
-    return dict(sums), dict(calibrations), len(paths)
+    return dict(sums), dict(cpu), dict(calibrations), len(paths)
 
 
 def cached_calibrations(workdir):
@@ -104,7 +110,7 @@ def main():
     else:
         total = args.cpu_seconds
         print(f"run: {total:.1f} CPU s")
-    ledgers, calibrations, n_jobs = ledger_sums(args.workdir)
+    ledgers, ledgers_cpu, calibrations, n_jobs = ledger_sums(args.workdir)
     if not n_jobs:
         print(f"{args.workdir}: no overhead ledgers under results/", file=sys.stderr)
         return 1
@@ -112,14 +118,20 @@ def main():
           f"inside {ledgers.pop('wall', 0.0):.1f} s of their wall:")
     for key in sorted(ledgers, key=ledgers.get, reverse=True):
         print(f"  {key:12} {ledgers[key]:9.1f}  {ledgers[key] / total:6.1%}")
+    if ledgers_cpu:
+        print(f"\ntheir CPU seconds (s; share of the run's CPU), of "
+              f"{ledgers_cpu.pop('total', 0.0):.1f} s of their CPU:")
+        for key in sorted(ledgers_cpu, key=ledgers_cpu.get, reverse=True):
+            print(f"  {key:12} {ledgers_cpu[key]:9.1f}  {ledgers_cpu[key] / total:6.1%}")
     rules = rule_sums(args.workdir)
     solve_cpu = sum(rules.get(r, (0, 0, 0))[2] for r in ("solve", "fresh_solve"))
     print("\nper rule (Snakemake benchmarks): jobs, job wall s, job CPU s")
     for rule, (jobs, wall, cpu_s) in sorted(rules.items(), key=lambda kv: -kv[1][2]):
         print(f"  {rule:22} {jobs:5d} {wall:9.1f} {cpu_s:9.1f}")
-    print(f"\nkernels: {ledgers.get('kernels', 0.0):.1f} of {total:.1f} CPU s = "
-          f"{ledgers.get('kernels', 0.0) / total:.1%} (outside the kernels: "
-          f"{total - ledgers.get('kernels', 0.0):.1f} s)")
+    kernels, kind = ((ledgers_cpu["kernels"], "CPU") if "kernels" in ledgers_cpu
+                     else (ledgers.get("kernels", 0.0), "wall"))
+    print(f"\nkernels ({kind}): {kernels:.1f} of {total:.1f} CPU s = "
+          f"{kernels / total:.1%} (outside the kernels: {total - kernels:.1f} s)")
     if solve_cpu:
         print(f"calibration: {ledgers.get('calibration', 0.0):.1f} of the solve jobs' "
               f"{solve_cpu:.1f} CPU s = {ledgers.get('calibration', 0.0) / solve_cpu:.1%}")

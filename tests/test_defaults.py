@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from dp_accounting import dp_event
 from scipy import stats
 from sklearn.datasets import make_regression
 from sklearn.linear_model import Ridge
@@ -18,7 +19,7 @@ from dpcd import DefaultsWarning, PrivacyLeakWarning
 from dpcd.algorithms.prepare import BOUND_SHARE, gaussian_bound
 from dpcd.estimators import DPCoordinateDescentRegressor
 from dpcd.privacy import bounds, keystream
-from dpcd.privacy.smoothness import pooled_smoothness
+from dpcd.privacy.smoothness import estimate_mean_smoothness, pooled_smoothness
 
 SOLVERS = ("dp_cd", "dp_cd_p", "dp_gcd", "dp_sgd", "dp_scd", "seq_dp_scd", "primal_dp_scd")
 
@@ -80,10 +81,49 @@ def test_default_secure_dp_cd_p_releases_its_bound_securely_within_epsilon():
     assert ledger.noise == "secure"
     assert [m.name for m in ledger.mechanisms] == [
         "feature_bound", "smoothness_means", "coordinate_gradient"]
+    assert ledger.mechanisms[1].count == 1  # step="auto": the constants' mean only
     bound, smooth, _ = (line.epsilon_achieved for line in ledger.budget)
     assert bound == pytest.approx(0.2 * BOUND_SHARE, rel=1e-12)
     assert smooth == pytest.approx(0.2 * (1 - BOUND_SHARE), rel=1e-12)
     assert sum(line.epsilon_achieved for line in ledger.budget) <= 2.0 + 1e-9
+
+
+def test_mean_smoothness_moves_by_at_most_its_sensitivity_on_neighbours():
+    """The released mean of the clipped constants, without noise (epsilon so
+    large that the Laplace noise is below 1e-12), moves by at most the
+    ledger's sensitivity b̄/n when one record is replaced (worst case: a zero
+    record against one clipped at every bound), and its ledger line is the
+    pure epsilon of dp-accounting's Laplace event of its multiplier."""
+    from dp_accounting import pld
+
+    from dpcd.problems import make_problem
+
+    datafit, _ = make_problem("squares", "l2", 1e-3)
+    rng = np.random.default_rng(0)
+    n, p, eps = 50, 4, 1e14
+    bound = np.array([1.0, 2.0, 3.0, 0.5])
+    X = rng.standard_normal((n, p))
+    mean, ledger = estimate_mean_smoothness(datafit, X, eps, rng, bound)
+    (mech,) = ledger.mechanisms
+    b_bar = datafit.per_sample_smoothness(bound[None, :])[0].mean()
+    (sensitivity,) = mech.sensitivity
+    assert mech.count == 1 and sensitivity == pytest.approx(b_bar / n, rel=1e-12)
+    zero, big = X.copy(), X.copy()  # one record at zero, or clipped at every bound
+    zero[0], big[0] = 0.0, 10.0
+    pairs = [(zero, big)] + [(X, np.vstack([X[:k], 5 * rng.standard_normal((1, p)), X[k + 1:]]))
+                             for k in range(3)]
+    for A, B in pairs:
+        a = estimate_mean_smoothness(datafit, A, eps, np.random.default_rng(1), bound)[0]
+        b = estimate_mean_smoothness(datafit, B, eps, np.random.default_rng(1), bound)[0]
+        assert abs(a - b) <= sensitivity * (1 + 1e-9)
+    assert abs(estimate_mean_smoothness(datafit, big, eps, np.random.default_rng(1), bound)[0]
+               - estimate_mean_smoothness(datafit, zero, eps, np.random.default_rng(1),
+                                          bound)[0]) >= 0.999 * sensitivity
+    _, ledger = estimate_mean_smoothness(datafit, X, 0.5, rng, bound)
+    laplace = pld.PLDAccountant()
+    laplace.compose(dp_event.LaplaceDpEvent(ledger.mechanisms[0].noise_multiplier))
+    assert ledger.epsilon_achieved == 0.5
+    assert laplace.get_epsilon(1e-12) == pytest.approx(0.5, rel=1e-2)
 
 
 @pytest.mark.parametrize("p", [1, 3, 10, 100])
@@ -207,3 +247,32 @@ def test_given_hyperparameters_are_used_as_given():
                  random_state=0)
     assert model.n_iter_ == 3
     assert model.privacy_ledger_.mechanisms[0].sensitivity in (2.0, 4.0)
+
+
+def test_primal_default_stays_at_the_mean_where_it_cannot_carry_signal():
+    """Primal DP-SCD at n epsilon = 2 000: its reach over its noise
+    (primal_reach) is below 0.1 whatever the threshold, so the default's
+    prediction noise is at most tau reach^2 and each seed's test R^2 is
+    within 1e-3 of the mean predictor's (the noise's chance correlation with
+    the target costs at most twice its size, 2 tau reach^2 < 1e-3: no seed
+    can fail)."""
+    from dpcd import algorithms
+    from dpcd.algorithms import Budget
+    from dpcd.algorithms.dp_scd import calibrate, primal_reach
+    from dpcd.algorithms.problem import Probe
+    from dpcd.problems import make_problem
+
+    X, y, X_test, y_test = _regression(2000, 5)
+    _, penalty = make_problem("squares", "l2", 1e-3)
+    probe = Probe(2000, 6, penalty)
+    for clip, passes in ((1.0, 1), (0.01, 10)):
+        config = {"clip": clip, "batch_size": 1, "passes": passes}
+        s = float(calibrate(probe, config, Budget(1.0, 1 / 2000 ** 2, "rdp", "replace_one",
+                                                  "fast"), "primal").noise_scales)
+        assert primal_reach(probe, config, s) < 0.1
+    assert algorithms.get("primal_dp_scd").preparation.prediction_noise is not None
+    trivial = 1.0 - np.mean((y_test - y.mean()) ** 2) / np.var(y_test)
+    for seed in range(3):
+        score = _fit(X, y, solver="primal_dp_scd", epsilon=1.0,
+                     random_state=seed).score(X_test, y_test)
+        assert abs(score - trivial) < 1e-3, (seed, score, trivial)

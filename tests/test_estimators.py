@@ -150,7 +150,7 @@ def test_intercept_is_a_constant_feature(regression, cls, loss, penalty):
     lam = 0.01
     # clipping thresholds that do not bind at the optimum, noise kept small
     clip = 20.0 if loss == "squares" else 10.0  # relative: 40 and 10 rms
-    model = cls(epsilon=BIG_EPS, penalty=penalty, alpha=lam, passes=50, clip=clip,
+    model = cls(epsilon=BIG_EPS, penalty=penalty, alpha=lam, passes=80, clip=clip,
                 fit_intercept=True, random_state=0).fit(X, y)
     X1 = np.hstack([X, np.ones((X.shape[0], 1))])
     datafit, pen = make_problem(loss, penalty, lam * cls._alpha_scale)

@@ -202,16 +202,18 @@ def test_trainings_without_an_rdp_account_are_refused(solver, neighbouring, matc
 
 def test_dp_cd_p_training_spec():
     """dp_cd_p's training event: without public bounds, the feature bound
-    (exponential mechanism at eps_b, as randomized response) and the 4
-    constants (Laplace, multiplier 4 / eps_s each), eps_b = BOUND_SHARE x 0.1 eps
+    (exponential mechanism at eps_b, as randomized response) and, step="auto",
+    the constants' mean (Laplace, multiplier 1 / eps_s; a given step: the 4
+    constants, multiplier 4 / eps_s each), eps_b = BOUND_SHARE x 0.1 eps
     and eps_s the rest of that smoothness share, as its fit spends them; then
     DP-CD's 5 x 5 Gaussian steps (the intercept's constant is public)."""
     est = DPCoordinateDescentClassifier(passes=5)
     (kind, z_s, count, eps_b, steps), relation = candidates.training_spec(est, 300, 4)
-    assert (kind, count, steps, relation) == ("smoothness_gaussian", 4, 25, "replace_one")
+    assert (kind, count, steps, relation) == ("smoothness_gaussian", 1, 25, "replace_one")
     assert eps_b == pytest.approx(0.1 * BOUND_SHARE, rel=1e-12)
-    assert z_s == pytest.approx(4 / (0.1 * (1 - BOUND_SHARE)), rel=1e-12)
-    public = candidates.training_spec(clone(est).set_params(bounds=2.0), 300, 4)[0]
+    # step="auto": one release, the constants' mean, at the whole eps_s
+    assert z_s == pytest.approx(1 / (0.1 * (1 - BOUND_SHARE)), rel=1e-12)
+    public = candidates.training_spec(clone(est).set_params(bounds=2.0, step=1.0), 300, 4)[0]
     assert public[1:4] == (pytest.approx(40), 4, 0.0)
 
 

@@ -25,7 +25,7 @@ from scipy import stats
 from dpcd.privacy import exact, keystream
 
 P_MIN = 1e-6
-N_DRAWS = 10_000_000
+N_DRAWS = 2_000_000     # 10⁷ per scale: bench/bench_secure_sampler.py --validate
 
 
 def _state(seed, guard=0):
@@ -92,6 +92,51 @@ def test_discrete_gaussian_law(sigma, seed):
     _check_law(draws, support, _gaussian_pmf(sigma, support), tails=(3 * sigma, 4.5 * sigma))
 
 
+@pytest.mark.parametrize("sigma, steps, seed", [(2.5, 4, 18), (100.5, 64, 19)])
+def test_staircase_proposal_law(sigma, steps, seed):
+    """The wide scales' staircase proposal (step L, the e^{−low/t} factor in the
+    acceptance, −0 rejected), forced at small scales where L/t is large enough
+    that leaving out either would fail: 2·10⁶ draws, false failure <= 3e-6."""
+    draws = np.empty(2_000_000, dtype=np.int64)
+    exact._fill_gaussian(_state(seed), sigma, draws, steps)
+    support = _support(sigma, 12)
+    _check_law(draws, support, _gaussian_pmf(sigma, support), tails=(3 * sigma, 4.5 * sigma))
+
+
+@pytest.mark.parametrize("sigma, seed", [(2.0 ** 24 + 0.3, 20), (2.0 ** 32 * 1.0001, 21)])
+def test_discrete_gaussian_law_wide(sigma, seed):
+    """The solvers' scales (the lattice's s ≥ 2²⁴), 2·10⁶ draws: χ² on 1000 bins
+    of equal probability, KS and two tail counts against the CDF
+    Φ((k + 1/2)/σ) (the discrete one's within 1/σ² of it, by Euler-Maclaurin:
+    nothing at this sample size), and χ² of the draws mod 2¹² and of their bits
+    12 to 22 (the staircase's low part and its steps), each uniform within
+    e^{−2π²σ²/2⁴⁶}: 6 comparisons, false failure <= 6e-6."""
+    draws = np.empty(2_000_000, dtype=np.int64)
+    exact.fill_discrete_gaussian(_state(seed), sigma, draws)
+    _check_wide_law(draws, sigma)
+
+
+def _check_wide_law(draws, sigma):
+    """χ², KS and tail tests against Φ((k + 1/2)/σ), and the low bits' uniformity."""
+    n = draws.size
+    x = np.sort(draws)
+    # χ²: 1000 bins of equal probability (edges at quantiles of the continuous law)
+    edges = np.floor(stats.norm.ppf(np.linspace(0, 1, 1001)[1:-1]) * sigma).astype(np.int64)
+    probs = np.diff(np.concatenate([[0.0], stats.norm.cdf((edges + 0.5) / sigma), [1.0]]))
+    observed = np.diff(np.concatenate([[0], np.searchsorted(x, edges, side="right"), [n]]))
+    assert stats.chisquare(observed, probs * n).pvalue > P_MIN
+    # KS at the draws (DKW), the CDF at k + 1/2
+    cdf = stats.norm.cdf((x + 0.5) / sigma)
+    gap = max(np.abs(np.arange(1, n + 1) / n - cdf).max(), np.abs(np.arange(n) / n - cdf).max())
+    assert 2 * math.exp(-2 * n * gap * gap) > P_MIN, gap
+    for a in (3 * sigma, 4.5 * sigma):
+        p_tail = 2 * stats.norm.sf((math.ceil(a) - 0.5) / sigma)
+        seen = int((np.abs(draws) >= math.ceil(a)).sum())
+        assert stats.binomtest(seen, n, p_tail).pvalue > P_MIN, (a, seen, n * p_tail)
+    for low in (draws % 4096, (draws >> 12) % 2048):
+        assert stats.chisquare(np.bincount(low, minlength=low.max() + 1)).pvalue > P_MIN
+
+
 @njit
 def _single_draws(sampler, state, scale, out):
     for i in range(out.size):
@@ -108,6 +153,14 @@ def test_single_draws_law(sampler, pmf, scale, width):
     _single_draws(sampler, _state(9), scale, draws)
     support = _support(scale, width)
     _check_law(draws, support, pmf(scale, support), tails=(3 * scale, 4.5 * scale))
+
+
+def test_single_draws_law_wide():
+    """The one-draw function's staircase path at σ = 2²⁴ + 0.3, 10⁶ draws, as
+    in the wide fills' test: false failure <= 6e-6."""
+    draws = np.empty(1_000_000, dtype=np.int64)
+    _single_draws(exact.discrete_gaussian, _state(22), 2.0 ** 24 + 0.3, draws)
+    _check_wide_law(draws, 2.0 ** 24 + 0.3)
 
 
 def _opendp_draws(kind, scale, size):
@@ -204,18 +257,21 @@ def test_exact_path_agrees_draw_for_draw():
     before = dict(exact.EXACT_PATH_CALLS)
     for fill, scale in ((exact.fill_discrete_laplace, 3.5),
                         (exact.fill_discrete_gaussian, 1.5),
-                        (exact.fill_discrete_gaussian, 2000.25)):
+                        (exact.fill_discrete_gaussian, 2000.25),
+                        (exact.fill_discrete_gaussian, 2.0 ** 30 + 0.5)):
         fast, slow = np.empty(300, dtype=np.int64), np.empty(300, dtype=np.int64)
         fill(_state(14), scale, fast)
         fill(_state(14, guard=60), scale, slow)
         np.testing.assert_array_equal(fast, slow)
     for sampler, scale in ((exact.geometric, 0.01), (exact.discrete_laplace, 3.5),
-                           (exact.discrete_gaussian, 1.5)):       # the one-draw paths
+                           (exact.discrete_gaussian, 1.5),
+                           (exact.discrete_gaussian, 2.0 ** 26 + 0.5)):  # the one-draw paths
         state, slow_state = _state(15), _state(15, guard=60)
         fast = [sampler(state, scale) for _ in range(300)]
         assert [sampler(slow_state, scale) for _ in range(300)] == fast
     assert exact.EXACT_PATH_CALLS["laplace"] >= before.get("laplace", 0) + 2 * 300 + 3 * 300
-    assert exact.EXACT_PATH_CALLS["accept"] >= before.get("accept", 0) + 3 * 300
+    assert exact.EXACT_PATH_CALLS["accept"] >= before.get("accept", 0) + 5 * 300
+    assert exact.EXACT_PATH_CALLS["staircase"] >= before.get("staircase", 0) + 2 * 300
     assert exact.EXACT_PATH_CALLS["geometric"] >= before.get("geometric", 0) + 300
 
 

@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from dpcd.stages import solve
+from dpcd.stages import aggregate, solve
+from dpcd.stages.common import Ledger
 
 # Modules a solve job on dense data whose calibrations are cached never uses:
 # scipy.sparse (a sparse X brings it), the accountants (a computed calibration
@@ -53,9 +54,49 @@ def test_a_solve_job_imports_only_what_it_runs():
     assert {"pandas", "numba"} <= loaded  # the job's table and kernels: the test sees them
 
 
+def test_a_dense_solve_job_loads_no_sparse_kernels():
+    """The warm-up of a job's kernels (before any run is timed) builds the
+    sparse designs only once scipy.sparse is loaded: by sparse data, or by
+    the warmup job, which compiles both."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from dpcd.solvers.warmup import _designs
+        assert len(_designs(np.ones((2, 2)), "csc")) == 1
+        import scipy.sparse
+        assert [type(X).__name__ for X in _designs(np.ones((2, 2)), "csr")] == [
+            "ndarray", "csr_matrix"]
+    """)
+    assert "scipy.sparse" not in loaded_after("solve", "import dpcd.solvers.warmup")
+    loaded_after("solve", code)  # its assertions
+
+
+def test_an_aggregate_job_writes_tables_without_figures_or_mlflow():
+    """The tables' job imports neither the figures' stack nor MLflow (the
+    aggregate-report job's): what reads the tables waits for neither."""
+    loaded = loaded_after("aggregate", body_imports(aggregate.cmd_aggregate))
+    assert loaded & {"mlflow", "matplotlib", "seaborn", "scipy.sparse"} == set()
+    assert "pandas" in loaded  # the job's tables: the test sees them
+
+
 @pytest.mark.parametrize("command", ["aggregate", "select", "summary", "solve"])
 def test_a_job_parser_reads_no_metadata_or_registry(command):
     """``--version`` reads the installed version only when asked (tests/test_packaging.py
     runs it), and the dataset registry's YAML is parsed only when read."""
     assert loaded_after(command, "") & {"importlib.metadata", "yaml"} == set()
 
+
+
+def test_a_job_ledger_adds_up_in_wall_and_cpu():
+    """The overhead ledger's parts and ``other`` add up to the job's wall and
+    CPU; its CPU counts the process's start-up before the ledger began."""
+    ledger = Ledger()
+    sum(range(10**5))
+    ledger.lap("loading")
+    wall, cpu = ledger.lap()  # a part the caller splits (the kernels' runs)
+    ledger.add("kernels", wall / 2, cpu / 2)
+    ledger.close()
+    for seconds, total in ((ledger.seconds, "wall"), (ledger.cpu_seconds, "total")):
+        parts = sum(v for k, v in seconds.items() if k != total)
+        assert parts == pytest.approx(seconds[total])
+        assert set(seconds) >= {"loading", "kernels", "other", total}
+    assert ledger.cpu_seconds["startup"] > 0  # the interpreter's, at least

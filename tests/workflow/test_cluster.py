@@ -318,7 +318,7 @@ def test_every_job_went_through_sbatch_and_the_rerun_redid_only_what_was_missing
     # The cancelled solve, what depends on it, and what the failure kept from
     # starting; nothing twice.
     done_first = {rule for rule, _, _ in _submitted(first)} - {"solve"}
-    assert set(_started(again)) <= {"solve", "aggregate", "fresh_solve"}
+    assert set(_started(again)) <= {"solve", "aggregate", "aggregate_report", "fresh_solve"}
     assert set(_started(again, local=True)) <= {"fresh", "fresh_report", "summary"}
     assert "solve" in _started(again) and "aggregate" not in done_first
     # Every job of the plan but the local ones once, the cancelled one twice.

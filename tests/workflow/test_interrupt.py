@@ -85,7 +85,8 @@ def test_ctrl_c_mid_solve_stops_within_seconds_and_the_rerun_finishes(tmp_path):
     assert not (workdir / "results" / "runs" / "slow" / "dp_cd" / "chunk0.parquet").exists()
 
     # Only the interrupted job and what depends on it are left to do.
-    assert planned_jobs(workdir) == {"solve": 1, "aggregate": 1, "summary": 1, "all": 1}
+    assert planned_jobs(workdir) == {"solve": 1, "aggregate": 1, "aggregate_report": 1,
+                                     "summary": 1, "all": 1}
     snakemake(workdir)
     assert (workdir / "results" / "tables" / "slow.csv").exists()
     assert planned_jobs(workdir) == {}

@@ -172,7 +172,7 @@ def _children(client, name):
 
 
 def test_workflow_logs_to_a_tracking_server(finished_workdir, tmp_path, server):
-    """Pointing a finished workdir at a server reruns exp_b's aggregate job,
+    """Pointing a finished workdir at a server reruns exp_b's aggregate_report job,
     which ingests the solve jobs' runs files, and the summary (the tracking
     URI is a param of the tracked rules), and no solve job: what arrives
     equals what the local SQLite store holds."""
@@ -188,7 +188,7 @@ def test_workflow_logs_to_a_tracking_server(finished_workdir, tmp_path, server):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     ran = re.findall(r"^(?:local)?rule (\w+):", proc.stderr, re.M)
-    assert "aggregate" in ran and "summary" in ran and "solve" not in ran, ran
+    assert "aggregate_report" in ran and "summary" in ran and "solve" not in ran, ran
 
     remote = MlflowClient(server)
     local = MlflowClient(f"sqlite:///{finished_workdir}/results/mlflow.db")

@@ -168,7 +168,8 @@ def test_editing_a_solver_grid_replans_only_its_solves_and_aggregate(finished_wo
     workdir, config = _copy(finished_workdir, tmp_path)
     config["experiments"]["exp_a"]["solvers"]["dp_sgd"]["step"] = [0.1, 0.2]
     _write(workdir, config)
-    assert planned_jobs(workdir) == {"all": 1, "solve": 2, "aggregate": 1, "summary": 1}
+    assert planned_jobs(workdir) == {"all": 1, "solve": 2, "aggregate": 1,
+                                     "aggregate_report": 1, "summary": 1}
 
 
 def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workdir, tmp_path):
@@ -182,7 +183,8 @@ def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workd
     assert jobs.get("reference") == 1
     assert jobs.get("smoothness") == 1
     assert "warmup_numba" not in jobs and "warmup_reference" not in jobs
-    data_rules = set(jobs) - {"all", "solve", "aggregate", "summary", "reference", "smoothness"}
+    data_rules = set(jobs) - {"all", "solve", "aggregate", "aggregate_report", "summary",
+                              "reference", "smoothness"}
     assert data_rules and all(jobs[rule] == 1 for rule in data_rules)
 
 

@@ -18,7 +18,8 @@ from dpcd import privacy
 from dpcd.algorithms.problem import SweepProblem
 from dpcd.lazy import issparse
 from dpcd.privacy.bounds import FACTOR, private_feature_bound, secure_feature_bound
-from dpcd.privacy.smoothness import pooled_smoothness
+from dpcd.privacy.smoothness import (DEFAULT_FLOOR, estimate_mean_smoothness,
+                                      pooled_smoothness)
 from dpcd.problems import make_problem
 
 
@@ -276,9 +277,14 @@ def private_smoothness(X, datafit, fit, rng, bound):
     Without a public ``bound``, :data:`BOUND_SHARE` of that share first
     releases one (:func:`dpcd.privacy.bounds.private_feature_bound`, or in the
     secure noise mode :func:`~dpcd.privacy.bounds.secure_feature_bound`),
-    rescaled by :func:`gaussian_bound`. With ``step`` left at
-    ``"auto"`` the constants are then pooled and raised
-    (:func:`dpcd.privacy.smoothness.pooled_smoothness`, post-processing).
+    rescaled by :func:`gaussian_bound`. With ``step`` left at ``"auto"``
+    one constant is released, the coordinates' mean
+    (:func:`dpcd.privacy.smoothness.estimate_mean_smoothness`: one Laplace
+    release where Appendix F makes p, ``sqrt(2p)`` times less noise in the
+    mean than pooling those p), raised by two standard errors of its noise
+    (:func:`dpcd.privacy.smoothness.pooled_smoothness`, post-processing) and
+    used for every coordinate: the defaults assume standardised features,
+    whose constants are equal (a warning says when they do not look so).
     """
     eps_smooth, _ = privacy.split_smoothness_budget(fit.epsilon, fit.smoothness_fraction)
     ledgers = []
@@ -289,11 +295,16 @@ def private_smoothness(X, datafit, fit, rng, bound):
                      else private_feature_bound(X, eps_bound, rng))
         bound = np.full(X.shape[1], gaussian_bound(b, X.shape[1]))
         ledgers.append(ledger)
-    M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
-                                            feature_bound=bound, noise=fit.noise)
-    if "step" in fit.auto:  # steps from constants noise cannot make too small
+    if "step" in fit.auto:  # one constant, their mean, raised by its noise
+        mean, ledger = estimate_mean_smoothness(datafit, X, eps_smooth, rng, bound, fit.noise)
         mech = ledger.mechanisms[0]
-        M = pooled_smoothness(M, mech.noise_scale, np.asarray(mech.sensitivity) * X.shape[0])
+        mean = pooled_smoothness([mean], mech.noise_scale,
+                                 np.asarray(mech.sensitivity) * X.shape[0])[0]
+        bounds = datafit.per_sample_smoothness(bound[None, :])[0]
+        M = np.clip(np.full(X.shape[1], mean), DEFAULT_FLOOR * bounds, bounds)
+    else:
+        M, ledger = privacy.estimate_smoothness(datafit, X, eps_smooth, rng,
+                                                feature_bound=bound, noise=fit.noise)
     ledger = privacy.Ledger.combine(ledgers + [ledger], algorithm=ledger.algorithm)
     return {"smoothness": M, "smoothness_fraction": fit.smoothness_fraction,
             "ledger": ledger.to_dict()}

@@ -15,8 +15,9 @@ with a proven error bound ``E``:
 
 * if ``U``'s interval lies entirely on one side of ``[θ − E, θ + E]``, the
   comparison is decided exactly, in the kernel;
-* otherwise (probability about ``2E``, below 10⁻⁶ per draw at the scales the
-  solvers use) the kernel calls, through ``numba.objmode``, an exact path in
+* otherwise (probability about ``2E``: below 10⁻⁶ per draw for the discrete
+  Gaussian at every scale, and for the discrete Laplace up to t = 10⁶) the
+  kernel calls, through ``numba.objmode``, an exact path in
   Python: it extends ``U`` word by word and compares with the threshold
   computed by :mod:`decimal` (whose ``exp`` and ``ln`` are correctly
   rounded) at growing precision, as intervals with rational ends
@@ -45,7 +46,11 @@ The samplers
   and Steinke (NeurIPS 2020), Algorithm 3: propose ``Y`` from the discrete
   Laplace of scale ``t = ⌊σ⌋ + 1`` and accept with probability
   ``exp(−(|Y| − σ²/t)²/(2σ²))`` (an exact Bernoulli as above). About 1.3
-  proposals per draw at large σ.
+  proposals per draw at large σ. From σ = 2²⁰ up the proposal is a
+  staircase (see ``WIDE_SCALE``): ``|Y| = L·H + low`` with ``H`` geometric
+  of ratio ``e^{−L/t}``, ``low`` uniform below ``L``, ``−0`` rejected, and
+  ``e^{−low/t}`` moved into the acceptance, so that the float decisions'
+  guard bands no longer widen with σ.
 
 Parameters are restricted to ``2⁻¹⁰ ≤ t, σ ≤ 2⁴⁰`` (beyond, the float
 checks lose their margin; no solver comes near).
@@ -85,8 +90,9 @@ def _widen(state):
 
 @njit(cache=True, inline="always")
 def _prefix(word):
-    """``U``'s first 53 bits: ``U ∈ [u·2⁻⁵³, (u + 1)·2⁻⁵³)``."""
-    return word >> np.uint64(11)
+    """``U``'s first 53 bits: ``U ∈ [u·2⁻⁵³, (u + 1)·2⁻⁵³)`` (as an int64, whose
+    conversion to float is one instruction where uint64's is not)."""
+    return np.int64(word >> np.uint64(11))
 
 
 # ---------------------------------------------------------------------------
@@ -169,7 +175,7 @@ def _exp_bounds(x: Fraction, prec: int):
 
 
 # How often each exact path ran in this process (read by the tests).
-EXACT_PATH_CALLS = {"geometric": 0, "laplace": 0, "accept": 0}
+EXACT_PATH_CALLS = {"geometric": 0, "laplace": 0, "staircase": 0, "accept": 0}
 
 
 class _Uniform:
@@ -248,11 +254,25 @@ def _exact_laplace_magnitude(state, prefix, t):
     return _checked(_max_index(estimate, below))
 
 
-def _exact_accept(state, prefix, m, sigma, t):
-    """``U < exp(−(m − σ²/t)²/(2σ²))``, exactly (γ is rational)."""
+def _exact_staircase_high(state, prefix, tl):
+    """The largest ``j ≥ 0`` with ``U < exp(−j/tl)`` (a geometric of ratio ``e^{−1/tl}``)."""
+    EXACT_PATH_CALLS["staircase"] += 1
+    u = _Uniform(state, prefix, 53)
+    a = u.positive()
+    inv = 1 / Fraction(tl)
+
+    def below(j):
+        return j <= 0 or u.below(lambda prec: (-j * inv, -j * inv))
+
+    estimate = tl * -(math.log(a.numerator) - math.log(a.denominator))
+    return _checked(_max_index(estimate, below))
+
+
+def _exact_accept(state, prefix, m, sigma, t, low=0):
+    """``U < exp(−(m − σ²/t)²/(2σ²) − low/t)``, exactly (the exponent is rational)."""
     EXACT_PATH_CALLS["accept"] += 1
     s = Fraction(sigma)
-    gamma = (int(m) - s * s / Fraction(t)) ** 2 / (2 * s * s)
+    gamma = (int(m) - s * s / Fraction(t)) ** 2 / (2 * s * s) + int(low) / Fraction(t)
     if gamma == 0:
         return True
     return _Uniform(state, prefix, 53).below(lambda prec: (-gamma, -gamma))
@@ -415,16 +435,20 @@ def _acceptance_exponent(m, inv_sigma, sigma_over_t):
 
 
 @njit(cache=True, inline="always")
-def _accept_decision(prefix, m, v, gamma, theta, inv_sigma, widen):
+def _accept_decision(prefix, m, v, gamma, theta, inv_sigma, widen, extra=0.0):
     """Whether ``U < exp(−γ*)`` given ``theta = exp(−γ)`` (γ from
-    :func:`_acceptance_exponent`): 1 or 0, or −1 if the floats cannot tell."""
+    :func:`_acceptance_exponent`, plus ``extra`` = ``low·inv_sigma`` on the
+    staircase path): 1 or 0, or −1 if the floats cannot tell."""
     a = np.float64(prefix) * _ULP53
     # inv_sigma = (1/σ)(1 + ε), so m·inv_sigma and σ/t carry ≤ 2·2⁻⁵³
     # relative error each: |v − v*| ≤ ev = (m/σ + 1 + |v|)·2⁻⁵¹;
     # |γ − γ*| ≤ ev(|v| + ev) + 2⁻⁵²γ; exp adds 2⁻⁴⁸ relative:
     # θ = exp(−γ) is within θ·δ of θ*, δ ≤ 1.1(2⁻⁴⁸ + |γ − γ*|), halved here.
+    # (On the staircase path γ = v²/2 + extra: extra = low/σ within 2⁻⁵¹
+    # relative, the sum's rounding 2⁻⁵³γ; the last two terms cover both twice.)
     ev = (np.float64(m) * inv_sigma + 1.0 + abs(v)) * 2.0 ** -51
-    delta = widen * (2.0 ** -45 + 4.0 * ev * (abs(v) + 1.0) + gamma * 2.0 ** -49)
+    delta = widen * (2.0 ** -45 + 4.0 * ev * (abs(v) + 1.0) + gamma * 2.0 ** -49
+                     + extra * 2.0 ** -48)
     # beyond γ = 700: exp(−γ*) < 2⁻¹⁰⁰⁰ ≤ a unless prefix = 0 (θ's bound no longer holds)
     far = gamma > 700.0
     below = (a + _ULP53 <= theta * (1.0 - delta)) and not far
@@ -433,10 +457,50 @@ def _accept_decision(prefix, m, v, gamma, theta, inv_sigma, widen):
 
 
 @njit(cache=True)
-def _accept_exact_path(state, prefix, m, sigma, t):
+def _accept_exact_path(state, prefix, m, sigma, t, low=0):
     with objmode(accept="int64"):
-        accept = int(_exact_accept(state, prefix, m, sigma, t))
+        accept = int(_exact_accept(state, prefix, m, sigma, t, low))
     return accept
+
+
+# The discrete Gaussian's proposal at wide scales (σ ≥ WIDE_SCALE): the
+# magnitude M = L·H + low, with H geometric of ratio e^{−L/t} (its inverse
+# CDF ⌊(t/L)·(−ln U)⌋ is a float of a few thousand, decided with a guard band
+# independent of t) and ``low`` uniform on {0, …, L − 1} from spare bits of the
+# proposal's two words; the missing factor e^{−low/t} joins the acceptance.
+# The one-word inverse CDF ⌊t·(c − ln U)⌋ errs by about t·2⁻⁴⁶, so its exact
+# path (about a millisecond) ran for 1 proposal in 10³ at t = 2³².
+WIDE_SCALE = 2.0 ** 20
+# t/L is at least 2^_STEP_BITS (the floor's guard band is about (t/L)·2⁻⁴³ wide);
+# L/t, the acceptance lost to the staircase, at most 2^-_STEP_BITS.
+_STEP_BITS = 12
+# Spare bits of a proposal's two words (bits 1-10 of the first, 0-10 of the second).
+_LOW_BITS = 21
+
+
+@njit(cache=True, inline="always")
+def _staircase_low(w1, w2, steps):
+    """``low``: 21 bits outside the two words' 53-bit prefixes and sign bit, mod ``steps``."""
+    bits = ((w1 >> np.uint64(1)) & np.uint64(0x3FF)) | ((w2 & np.uint64(0x7FF)) << np.uint64(10))
+    return np.int64(bits & np.uint64(steps - 1))
+
+
+@njit(cache=True, inline="always")
+def _staircase_high(prefix, lg, tl, widen):
+    """``H = ⌊tl·(−ln U)⌋`` for ``U``'s prefix, given ``lg = log(prefix·2⁻⁵³)``, or −1."""
+    y = tl * -lg
+    # y* = tl·(−ln U), tl = t/L exact: |lg − ln a| ≤ 2⁻⁴⁸|ln a|,
+    # 0 ≤ ln U − ln a < 1/prefix, one rounding:
+    # |y − y*| ≤ tl(2⁻⁴⁸|lg| + 1/prefix) + 2⁻⁵²|y|, quartered here.
+    err = widen * (tl * (2.0 ** -45 * abs(lg) + 4.0 * _inv_bound(prefix)) + abs(y) * 2.0 ** -50)
+    return _floor_of(y, err)
+
+
+@njit(cache=True)
+def _staircase_exact_path(state, prefix, tl):
+    with objmode(h="int64"):
+        h = _exact_staircase_high(state, prefix, tl)
+    return h
 
 
 @njit(cache=True)
@@ -450,23 +514,48 @@ def _gaussian_constants(sigma):
     return t, _laplace_constant(t), 1.0 / sigma, sigma / t
 
 
+@njit(cache=True)
+def _staircase_steps(t):
+    """The staircase's step ``L`` for the proposal scale ``t`` (1: the one-word
+    discrete Laplace proposal, below :data:`WIDE_SCALE`)."""
+    bits = 0
+    while t >= WIDE_SCALE and bits < _LOW_BITS and 2.0 ** (bits + 1 + _STEP_BITS) <= t:
+        bits += 1
+    return np.int64(1) << np.int64(bits)
+
+
 @njit(cache=True, inline="always")
-def _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, widen):
+def _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, steps, widen):
     """One discrete Gaussian draw, the checks of the fills one proposal at a time."""
+    tl = t / np.float64(steps)
     while True:
         word = next_u64(state)
-        accept_prefix = _prefix(next_u64(state))
+        word2 = next_u64(state)
+        accept_prefix = _prefix(word2)
         prefix = _prefix(word)
-        m = _laplace_magnitude(prefix, np.log(np.float64(prefix) * _ULP53), t, c, widen)
-        if m < 0:
-            m = _laplace_exact_path(state, prefix, t)
+        lg = np.log(np.float64(prefix) * _ULP53)
+        low = np.int64(0)
+        if steps == 1:
+            m = _laplace_magnitude(prefix, lg, t, c, widen)
+            if m < 0:
+                m = _laplace_exact_path(state, prefix, t)
+        else:
+            low = _staircase_low(word, word2, steps)
+            h = _staircase_high(prefix, lg, tl, widen)
+            if h < 0:
+                h = _staircase_exact_path(state, prefix, tl)
+            m = steps * h + low
         v, gamma = _acceptance_exponent(m, inv_sigma, sigma_over_t)
+        extra = np.float64(low) * inv_sigma
+        gamma += extra
         accept = _accept_decision(accept_prefix, m, v, gamma, np.exp(-min(gamma, 745.0)),
-                                  inv_sigma, widen)
+                                  inv_sigma, widen, extra)
         if accept < 0:
-            accept = _accept_exact_path(state, accept_prefix, m, sigma, t)
-        if accept == 1:
-            return -m if word & np.uint64(1) else m
+            accept = _accept_exact_path(state, accept_prefix, m, sigma, t, low)
+        negative = word & np.uint64(1)
+        # the staircase proposes −0 too: rejected, so that 0 is proposed once
+        if accept == 1 and not (steps > 1 and negative and m == 0):
+            return -m if negative else m
 
 
 @njit(cache=True)
@@ -479,18 +568,26 @@ def fill_discrete_gaussian(state, sigma, out):
     (the stopping rule depends only on their number, so the law is intact).
     Fewer than ``_SMALL`` draws are made one at a time.
     """
+    _fill_gaussian(state, sigma, out, _staircase_steps(sigma))
+
+
+@njit(cache=True)
+def _fill_gaussian(state, sigma, out, steps):
+    """:func:`fill_discrete_gaussian` with the staircase's step ``L`` given (a
+    power of two up to 2²¹; 1 for the discrete Laplace proposal)."""
     t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
     widen = _widen(state)
     if out.size < _SMALL:
         for i in range(out.size):
-            out[i] = _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, widen)
+            out[i] = _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, steps, widen)
         return
+    tl = t / np.float64(steps)
     batch = min(_BATCH, out.size + out.size // 2 + 1)
     words = np.empty(2 * batch, dtype=np.uint64)
-    floats = np.empty((4, batch))
-    lg, v, gamma, theta = floats[0], floats[1], floats[2], floats[3]
-    ints = np.empty((3, batch), dtype=np.int64)
-    mag, decision, draws = ints[0], ints[1], ints[2]
+    floats = np.empty((5, batch))
+    lg, v, gamma, theta, extra = floats[0], floats[1], floats[2], floats[3], floats[4]
+    ints = np.empty((4, batch), dtype=np.int64)
+    mag, decision, draws, low = ints[0], ints[1], ints[2], ints[3]
     i = 0
     while i < out.size:
         left = out.size - i
@@ -500,22 +597,39 @@ def fill_discrete_gaussian(state, sigma, out):
         # own, and the rare exact paths are taken in loops apart
         for j in range(k):
             lg[j] = np.log(np.float64(_prefix(words[2 * j])) * _ULP53)
-        for j in range(k):
-            mag[j] = _laplace_magnitude(_prefix(words[2 * j]), lg[j], t, c, widen)
-        for j in range(k):
-            if mag[j] < 0:
-                mag[j] = _laplace_exact_path(state, _prefix(words[2 * j]), t)
+        if steps == 1:
+            for j in range(k):
+                mag[j] = _laplace_magnitude(_prefix(words[2 * j]), lg[j], t, c, widen)
+            for j in range(k):
+                if mag[j] < 0:
+                    mag[j] = _laplace_exact_path(state, _prefix(words[2 * j]), t)
+            low[:k] = 0
+        else:
+            for j in range(k):
+                mag[j] = _staircase_high(_prefix(words[2 * j]), lg[j], tl, widen)
+            for j in range(k):
+                if mag[j] < 0:
+                    mag[j] = _staircase_exact_path(state, _prefix(words[2 * j]), tl)
+            for j in range(k):
+                low[j] = _staircase_low(words[2 * j], words[2 * j + 1], steps)
+                mag[j] = steps * mag[j] + low[j]
         for j in range(k):
             v[j], gamma[j] = _acceptance_exponent(mag[j], inv_sigma, sigma_over_t)
+            extra[j] = np.float64(low[j]) * inv_sigma
+            gamma[j] += extra[j]
         for j in range(k):
             theta[j] = np.exp(-min(gamma[j], 745.0))
         for j in range(k):
             decision[j] = _accept_decision(_prefix(words[2 * j + 1]), mag[j], v[j], gamma[j],
-                                           theta[j], inv_sigma, widen)
+                                           theta[j], inv_sigma, widen, extra[j])
         for j in range(k):
             if decision[j] < 0:
                 decision[j] = _accept_exact_path(state, _prefix(words[2 * j + 1]), mag[j],
-                                                 sigma, t)
+                                                 sigma, t, low[j])
+        if steps > 1:     # the staircase proposes −0 too: rejected
+            for j in range(k):
+                if mag[j] == 0 and words[2 * j] & np.uint64(1):
+                    decision[j] = 0
         # the accepted proposals, in order
         n_accepted = 0
         for j in range(k):
@@ -534,7 +648,8 @@ def discrete_gaussian(state, sigma):
     For many draws, :func:`fill_discrete_gaussian` is faster.
     """
     t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
-    return _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, _widen(state))
+    return _gaussian_draw(state, sigma, t, c, inv_sigma, sigma_over_t, _staircase_steps(t),
+                          _widen(state))
 
 
 __all__ = ["MAX_SCALE", "MIN_P", "MIN_SCALE", "bernoulli", "discrete_gaussian",

@@ -156,6 +156,11 @@ def gcd_epsilon(eps_step: float, steps: int, delta: float, composition: str,
                  .get_epsilon_for_delta(delta))
 
 
+# RDP's ε′ is searched (tens of milliseconds an evaluation) to within this
+# fraction below the largest that meets the target.
+RDP_STEP_TOLERANCE = 1e-7
+
+
 @functools.lru_cache(maxsize=4096)
 def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str,
                     grid_steps: int = 0):
@@ -163,14 +168,19 @@ def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str,
     def gap(log_eps):
         return gcd_epsilon(math.exp(log_eps), steps, delta, composition, grid_steps) - epsilon
 
+    if composition == "rdp":
+        eps_step = _rdp_step(steps, epsilon, delta, grid_steps)
+        return eps_step, gcd_epsilon(eps_step, steps, delta, composition, grid_steps)
     # ε is increasing in ε′; bracket in log space (basic composition gives
     # the lower end ε/(2T), the whole budget per step the upper end).
     lo, hi = math.log(epsilon / (2 * steps)) - 1.0, math.log(epsilon) + 1.0
     if gap(lo) > 0:
         lo = math.log(epsilon / (2 * steps)) - 10.0
     if composition == "pld":
-        # PLD ε is piecewise constant in ε′ (discretisation): plain bisection,
-        # to a relative 1e-7 in ε′ (about 26 PLD compositions, not 60)
+        # PLD ε is a staircase in ε′ (the losses ±ε′ rounded up to the
+        # discretisation), not monotone within 0.5 %: plain bisection, to a
+        # relative 1e-7 in ε′ (about 26 PLD compositions, not 60); a faster
+        # search lands on another step, up to 0.5 % away
         while hi - lo > 1e-7:
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if gap(mid) <= 0 else (lo, mid)
@@ -183,6 +193,24 @@ def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str,
             root -= 1e-9
     eps_step = math.exp(root)
     return eps_step, gcd_epsilon(eps_step, steps, delta, composition, grid_steps)
+
+
+def _rdp_step(steps, epsilon, delta, grid_steps):
+    """RDP's ε′ by :func:`dpcd.privacy.accounting.search` on the multiplier
+    1/ε′ (about 5 evaluations where Brent's method took 15), started from
+    the zCDP answer, which RDP's is never below; log ε is close to linear in
+    log ε′ (ε = 2ε′ for one iteration), and the search returns an evaluated
+    ε′ that meets the target."""
+    from dpcd.privacy.accounting import search
+
+    start = _calibrate_step(steps, epsilon, delta, "zcdp", grid_steps)[0]
+
+    def log_gap(z):
+        e = gcd_epsilon(1.0 / z, steps, delta, "rdp", grid_steps)
+        return min(max(math.log(max(e, 1e-300) / epsilon), -700.0), 700.0)
+
+    # floor: ε′ at most 700 (gcd_epsilon's overflow guard), far above any answer
+    return 1.0 / search(log_gap, (1.0 / start,), -1.0, RDP_STEP_TOLERANCE, 1.0 / 700.0, 4.0)
 
 
 def selection_weights(rule, penalty, alpha, smoothness):

@@ -486,8 +486,7 @@ LATTICE_MIN_SCALE = 2.0 ** 24
 # 2a is at most this fraction of ε.
 LATTICE_SHARE = 1e-4
 # The rounding's share of Δ is at most this (the noise grows by as much). A
-# finer grid makes s, and with it the sampler's exact-path fallbacks (about
-# s·2⁻⁴⁸ per draw), larger for no gain worth having.
+# finer grid makes s larger for no gain worth having.
 LATTICE_ROUNDING_SHARE = 1e-3
 # Fraction of δ left for the tails: the continuous event gets δ·e^{-a}·(1 - this).
 LATTICE_TAIL_DELTA = 1e-6

@@ -6,8 +6,6 @@ writes; :mod:`dpcd.tracking` logs them.
 
 import numpy as np
 
-from dpcd.report.figures import quasi_sparsity_alpha
-
 
 def nonprivate_inputs(runs):
     """Every non-private input of a sweep's runs (column ``nonprivate_inputs``),
@@ -30,6 +28,8 @@ def experiment_metrics(table, w_star):
     budget's median test metric (validation experiments); ``w_star_nnz`` and
     ``w_star_alpha_5``: the sparsity of ``w_star`` (DP-GCD Figure 2, Table 3).
     """
+    from dpcd.report.figures import quasi_sparsity_alpha  # seaborn: not for nonprivate_inputs
+
     best = table.loc[table.groupby("solver")["rel_error_mean"].idxmin()]
     metrics = {f"best_rel_error.{row.solver}": row.rel_error_mean for row in best.itertuples()}
     if "test_metric_median" in table:

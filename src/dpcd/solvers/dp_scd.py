@@ -549,7 +549,7 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
         each iteration takes its next ``|B| + p`` normals (``|B| + n``, primal).
     noise_buf : array, shape (even,)
         Work buffer of the noise stream.
-    noise : array, shape (max(n, p),)
+    noise : array, shape (n + p,)
         Work buffer: one iteration's noise.
     idx : int array, shape (n,)
         Batch buffer.
@@ -618,6 +618,17 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 idx[k] = perm[k]
             b = batch_size
         batch_sizes[t] = b
+        # the batch's first rows (the loops below fetch _AHEAD records on),
+        # then, while they arrive, the batch's noise (fast mode: normals
+        # depend on their position in the stream alone, so drawing them
+        # before the updates that they follow changes nothing)
+        for k in range(min(_AHEAD, b)):
+            _prefetch_record(X, y, alpha, row_norm2, idx[k])
+        if noise_scale > 0.0 and not secure:
+            # on α_B (|B| entries) then on v (p entries)
+            noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
+                                       noise[:b + p])
+            noise_pos += b + p
         # ---- Steps 6-11, one read of each row: ζ_i from the dot with v, then
         # the row's contribution to Δv (independent) or to v (sequential)
         # σ' of Equation 8: L itself, never the drawn |B| (see "Sampling =
@@ -701,17 +712,10 @@ def _dual_kernel(X, y, alpha, v, code, lam, alpha_pen, clip, noise_scale, batch_
                 v[j] += dv[j]
                 dv[j] = 0.0
         if noise_scale > 0.0 and not secure:
-            # noise on α_B (|B| entries) then on v (p entries)
-            noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
-                                       noise[:b])
-            noise_pos += b
             for k in range(b):
                 alpha[idx[k]] += noise_scale * noise[k]
-            noise_start = take_normals(noise_key, noise_buf, noise_start, noise_pos,
-                                       noise[:p])
-            noise_pos += p
             for j in range(p):
-                v[j] += noise_scale * noise[j]
+                v[j] += noise_scale * noise[b + j]
         while c < checkpoints.shape[0] and checkpoints[c] == t + 1:
             for j in range(p):
                 theta[c, j] = v[j] / lam_n_v
@@ -1041,6 +1045,7 @@ def dp_scd(X, y, datafit, penalty, *, clip, noise_scale, passes, batch_size, see
                 SAMPLINGS[sampling], variant == "seq")
         thetas = np.empty((len(ckpts), p))
         aq = np.empty(n if secure is not None else 0)
+        noise_bufs = (noise_buf, np.empty(n + p))  # one iteration's noise
         _dual_kernel(*args, 0, np.random.default_rng(0), noise_key, *noise_bufs, idx, dv,
                      perm, batch_sizes, row_norm2, thetas, ckpts[:0], obj, *fast, aq)
         t0 = time.perf_counter()

@@ -11,7 +11,17 @@ The workflow compiles them in its warmup jobs, with a project-local
 jobs never write the same cache entry at once (numba/numba#4807); each job
 then loads the kernels it runs before timing any.
 """
+import sys
+
 import numpy as np
+
+
+def _designs(X, fmt):
+    """``X``, and its sparse copy (``fmt``: "csc" or "csr") when scipy.sparse is
+    loaded: a job on sparse data has it, the warmup job loads it to compile
+    both, and a job on dense data neither imports it nor loads those kernels."""
+    sparse = sys.modules.get("scipy.sparse")
+    return (X,) if sparse is None else (X, getattr(sparse, f"{fmt}_matrix")(X))
 
 
 def _problem():
@@ -25,8 +35,6 @@ def _problem():
 def reference():
     """The reference stage's solvers: proximal CD for smooth losses (dense and
     sparse CSC designs), SDCA for hinge."""
-    import scipy.sparse as sp
-
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_scd import scd
     from dpcd.solvers.reference import reference_solve
@@ -34,7 +42,7 @@ def reference():
     X, y = _problem()
     for loss in ("squares", "logistic"):
         for penalty in ("l1", "l2"):
-            for design in (X, sp.csc_matrix(X)):
+            for design in _designs(X, "csc"):
                 reference_solve(design, y, *make_problem(loss, penalty, 0.01), max_iter=10)
     Xu = X / np.linalg.norm(X, axis=1, keepdims=True)
     scd(Xu, y, *make_problem("hinge", "l2", 0.01), passes=1, seed=0)
@@ -42,8 +50,6 @@ def reference():
 
 def dp_cd():
     """DP-CD's kernels (non-private CD's too): dense and sparse, with and without averaging."""
-    import scipy.sparse as sp
-
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_cd import dp_cd
 
@@ -52,7 +58,7 @@ def dp_cd():
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
         M = datafit.coordinate_smoothness(X)
-        for design in (X, sp.csc_matrix(X)):  # dense and sparse (CSC) DP-CD
+        for design in _designs(X, "csc"):  # dense and sparse (CSC) DP-CD
             for averaging in (False, True):
                 dp_cd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
                       noise_scales=0.1, passes=2, seed=0, averaging=averaging)
@@ -61,8 +67,6 @@ def dp_cd():
 def dp_sgd():
     """DP-SGD's kernels (non-private SGD's too): a run alone and a sweep's
     runs, dense and sparse."""
-    import scipy.sparse as sp
-
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_sgd import dp_sgd, dp_sgd_many
 
@@ -70,7 +74,7 @@ def dp_sgd():
 
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
-        for design in (X, sp.csr_matrix(X)):  # dense and sparse (CSR) DP-SGD
+        for design in _designs(X, "csr"):  # dense and sparse (CSR) DP-SGD
             # the independent-streams kernels: runs outer (a run alone) ...
             dp_sgd(design, y, datafit, penalty, step=0.1, clip=1.0, noise_scale=0.1,
                    passes=1, seed=0)
@@ -84,8 +88,6 @@ def dp_sgd():
 
 def dp_gcd():
     """DP-GCD's kernels, dense and sparse."""
-    import scipy.sparse as sp
-
     from dpcd.problems import make_problem
     from dpcd.solvers.dp_gcd import dp_gcd
 
@@ -94,7 +96,7 @@ def dp_gcd():
     for loss in ("squares", "logistic"):
         datafit, penalty = make_problem(loss, "l1", 0.01)
         M = datafit.coordinate_smoothness(X)
-        for design in (X, sp.csc_matrix(X)):  # dense and sparse CSC kernels
+        for design in _designs(X, "csc"):  # dense and sparse CSC kernels
             dp_gcd(design, y, datafit, penalty, smoothness=M, step=1.0, clip=1.0,
                    selection_scales=0.1, noise_scales=0.1, iterations=2, seed=0)
 

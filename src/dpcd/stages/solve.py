@@ -9,13 +9,15 @@ import numpy as np
 
 from dpcd.data.io import atomic_write
 from dpcd.data.io import write_json_atomic as write_json
-from dpcd.stages.common import add_command, read_json
+from dpcd.stages.common import Ledger, add_command, read_json
 
 log = logging.getLogger("dpcd")
 
 
 def cmd_warmup(args):
     """Compile kernels once into NUMBA_CACHE_DIR before parallel jobs run."""
+    import scipy.sparse  # noqa: F401 (the sparse designs' kernels too: dpcd.solvers.warmup)
+
     from dpcd import algorithms
 
     start = time.perf_counter()
@@ -66,12 +68,13 @@ def cmd_reference(args):
 def cmd_solve(args):
     """Run one chunk of one solver's sweep, or of the fresh stage (the cells of
     all an experiment's solvers: a spec with ``solvers``); write its table and
-    its MLflow runs (which the experiment's aggregate job ingests).
+    its MLflow runs (which the experiment's aggregate_report job ingests).
 
     Beside the table it writes the job's overhead ledger: how its wall time
     split between loading, calibration, JIT, the solver kernels, MLflow (the
     runs built and written) and the rest (tidy tables, ledgers, Python around
-    the runs); a fresh job's, with each solver's configurations and kernels.
+    the runs); a fresh job's, with each solver's configurations and kernels;
+    and their CPU (:class:`~dpcd.stages.common.Ledger`).
     """
     import pandas as pd
 
@@ -85,20 +88,18 @@ def cmd_solve(args):
     from dpcd.tracking.payload import mlflow_runs
     from dpcd.tracking.runs_file import job_name, write_mlflow_runs
 
-    wall = time.perf_counter()
+    ledger = Ledger()
     spec = json.loads(args.spec)
     fresh = "solvers" in spec  # the fresh stage re-runs what the table selected
     solvers = spec["solvers"] if fresh else [spec]
     problem = load_problem(args.data, spec["problem"], args.smoothness)
     reference = read_json(args.reference)
     private = read_json(args.private_smoothness) if args.private_smoothness else None
-    split = {"loading": time.perf_counter() - wall}
+    ledger.lap("loading")
     # load (or compile) the solvers' kernels now, so no run of the sweep pays for it
-    start = time.perf_counter()
     algorithms.warmup(sorted({solver.get("adapter", solver["solver"]) for solver in solvers}))
-    split["jit"] = time.perf_counter() - start
+    ledger.lap("jit")
     calibration0 = dict(cache.STATS)
-    start = time.perf_counter()
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
     if fresh:
         parts = run_fresh_chunk(spec, args.chunk, problem, reference["objective"], w_star=w_star)
@@ -106,21 +107,25 @@ def cmd_solve(args):
         parts = [(spec, *run_chunk(spec, args.chunk, problem, reference["objective"],
                                    private, w_star=w_star))]
     records = [record for _, _, part in parts for record in part]
+    runs_wall, runs_cpu = ledger.lap()
     log.info("%d configurations run, %d rows in %.1f s", len(records_run(records)), len(records),
-             time.perf_counter() - start)
-    split["calibration"] = cache.STATS["seconds"] - calibration0["seconds"]
+             runs_wall)
     # the calibrations' CPU, calls and entries computed (not read): how much of
     # their wall was computing, and which events more than one job asked for
     calibrations = {key: cache.STATS[key] - calibration0[key]
-                    for key in ("cpu_seconds", "calls", "computed")}
-    split["kernels"] = kernel_seconds(records)
+                    for key in ("seconds", "cpu_seconds", "calls", "computed")}
+    ledger.add("calibration", calibrations.pop("seconds"), calibrations["cpu_seconds"])
+    # the kernels are timed by wall (their runs' ``time``): their CPU is taken
+    # at the CPU / wall ratio of the runs around them, calibrations apart
+    kernels, rest_wall, rest_cpu = (kernel_seconds(records), runs_wall - ledger.seconds[
+        "calibration"], runs_cpu - ledger.cpu_seconds["calibration"])
+    ledger.add("kernels", kernels,
+               min(kernels * rest_cpu / rest_wall, rest_cpu) if rest_wall > 0 else 0.0)
     stage = "fresh" if fresh else spec.get("stage")  # staged search, fresh seeds
     job = job_name(spec["experiment"], args.chunk, None if fresh else spec["solver"], stage)
-    start = time.perf_counter()
     write_mlflow_runs(args.mlflow_runs, job, [
         run for solver, _, part in parts for run in mlflow_runs(part, solver, problem)])
-    split["mlflow"] = time.perf_counter() - start
-    log.info("wrote %d MLflow runs in %.1f s", len(records), split["mlflow"])
+    log.info("wrote %d MLflow runs in %.1f s", len(records), ledger.lap("mlflow")[0])
     table = parts[0][1] if len(parts) == 1 else pd.concat(
         [runs for _, runs, _ in parts], ignore_index=True)
     if spec.get("first_seed"):  # a staged confirm: the first seed's runs ran before
@@ -128,21 +133,20 @@ def cmd_solve(args):
 
         table = with_first_seed(table, [pd.read_parquet(path) for path in spec["reused_runs"]])
     atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
-    split["wall"] = time.perf_counter() - wall
-    split["other"] = split["wall"] - sum(v for k, v in split.items() if k != "wall")
-    log.info("overhead ledger: %s", {k: round(v, 3) for k, v in split.items()})
+    ledger.close()
+    log.info("overhead ledger: %s; CPU: %s", ledger.seconds, ledger.cpu_seconds)
     if not args.timing:
         return
     if fresh:
-        ledger = {"solvers": {solver["solver"]: {
+        what = {"solvers": {solver["solver"]: {
             "configurations": len(part), "kernels": kernel_seconds(part)}
             for solver, _, part in parts}}
     else:
-        ledger = {"solver": spec["solver"], "grid_configurations": grid_size(spec)}
+        what = {"solver": spec["solver"], "grid_configurations": grid_size(spec)}
     write_json(args.timing, {"experiment": spec["experiment"], "chunk": args.chunk,
                              "configurations": len(records), "stage": stage or "grid",
-                             "seeds": solvers[0]["seeds"], **ledger, "seconds": split,
-                             "calibrations": calibrations})
+                             "seeds": solvers[0]["seeds"], **what, "seconds": ledger.seconds,
+                             "cpu_seconds": ledger.cpu_seconds, "calibrations": calibrations})
 
 
 def cmd_select(args):

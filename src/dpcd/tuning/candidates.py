@@ -52,6 +52,7 @@ import numpy as np
 
 from dpcd import algorithms
 from dpcd.algorithms import Budget
+from dpcd.algorithms.defaults import is_auto
 from dpcd.algorithms.problem import Probe
 from dpcd.privacy import accounting, secure
 from dpcd.problems import make_problem
@@ -293,7 +294,9 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta, noise="f
     if spec.preparation.smoothness == "private":  # each fit releases its own constants (not the
         # intercept's, public), after a private feature bound without public bounds
         config["smoothness_fraction"] = float(estimator.smoothness_fraction)
-        extra = {"smoothness_count": n_features, "private_bound": estimator.bounds is None}
+        # step="auto" releases one constant, the mean (algorithms.prepare)
+        count = 1 if is_auto(estimator.step) else n_features
+        extra = {"smoothness_count": count, "private_bound": estimator.bounds is None}
     try:
         return spec.privacy.calibrate(probe, config,
                                       Budget(epsilon, delta, "rdp", relation, noise),
