@@ -247,3 +247,32 @@ def test_given_hyperparameters_are_used_as_given():
                  random_state=0)
     assert model.n_iter_ == 3
     assert model.privacy_ledger_.mechanisms[0].sensitivity in (2.0, 4.0)
+
+
+def test_primal_default_stays_at_the_mean_where_it_cannot_carry_signal():
+    """Primal DP-SCD at n epsilon = 2 000: its reach over its noise
+    (primal_reach) is below 0.1 whatever the threshold, so the default's
+    prediction noise is at most tau reach^2 and each seed's test R^2 is
+    within 1e-3 of the mean predictor's (the noise's chance correlation with
+    the target costs at most twice its size, 2 tau reach^2 < 1e-3: no seed
+    can fail)."""
+    from dpcd import algorithms
+    from dpcd.algorithms import Budget
+    from dpcd.algorithms.dp_scd import calibrate, primal_reach
+    from dpcd.algorithms.problem import Probe
+    from dpcd.problems import make_problem
+
+    X, y, X_test, y_test = _regression(2000, 5)
+    _, penalty = make_problem("squares", "l2", 1e-3)
+    probe = Probe(2000, 6, penalty)
+    for clip, passes in ((1.0, 1), (0.01, 10)):
+        config = {"clip": clip, "batch_size": 1, "passes": passes}
+        s = float(calibrate(probe, config, Budget(1.0, 1 / 2000 ** 2, "rdp", "replace_one",
+                                                  "fast"), "primal").noise_scales)
+        assert primal_reach(probe, config, s) < 0.1
+    assert algorithms.get("primal_dp_scd").preparation.prediction_noise is not None
+    trivial = 1.0 - np.mean((y_test - y.mean()) ** 2) / np.var(y_test)
+    for seed in range(3):
+        score = _fit(X, y, solver="primal_dp_scd", epsilon=1.0,
+                     random_state=seed).score(X_test, y_test)
+        assert abs(score - trivial) < 1e-3, (seed, score, trivial)

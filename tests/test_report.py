@@ -65,6 +65,13 @@ def test_one_seed_has_no_std_and_still_makes_its_markdown():
     assert "0.0500 ± 0e+00*" in line  # seed 0 alone: "bad" (0.05) is best
 
 
+def test_one_seed_tables_stack_into_the_summary():
+    """seeds: 1 experiments reach the summary: their missing std is NaN there."""
+    ours = stack_experiments({"e": summary_table(_runs()[lambda d: d.seed_index == 0])})
+    assert ours["rel_error_std"].isna().all() and ours["rel_error_mean"].tolist() == [0.05]
+    assert "| e | dp_cd |" in summary_markdown(compare(ours))
+
+
 def test_figure_is_written(tmp_path):
     path = tmp_path / "f.png"
     plot_rel_error(_runs(), path, x="time")

@@ -9,6 +9,7 @@ releases its own smoothness constants, composed into its event); the summary's
 the setting."""
 
 import copy
+import json
 import math
 import re
 
@@ -40,6 +41,12 @@ CONFIG = {
                     "dp_cd_p": {"step": [0.3, 1.0], "clip": [0.1, 1.0],
                                 "smoothness_fraction": FRACTION}}}},
 }
+# the same searches in the secure mode (dp_cd and DP-SGD, one pass), in the same run
+CONFIG["experiments"]["priv_secure"] = {
+    **copy.deepcopy(CONFIG["experiments"]["priv"]), "passes": [1],
+    "privacy": {"epsilon": EPS, "noise": "secure"}}
+del CONFIG["experiments"]["priv_secure"]["solvers"]["dp_cd_p"]
+SECURE_SOLVERS = 2
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +66,7 @@ def runs(private):
 
 def test_one_solve_job_per_solver_and_selection_seed(private):
     _, planned = private
-    assert planned["solve_private"] == SOLVERS * SEEDS
+    assert planned["solve_private"] == (SOLVERS + SECURE_SOLVERS) * SEEDS
     assert "solve" not in planned
 
 
@@ -198,3 +205,28 @@ def test_one_configuration_and_non_candidate_refused(tmp_path):
     proc = snakemake(make_workdir(tmp_path / "cdp", config), "-n", check=False)
     assert proc.returncode != 0
     assert "solvers.cd: cd cannot be a private-search candidate" in proc.stdout + proc.stderr
+
+
+
+def test_secure_private_search_runs_and_records_no_seed(private, tmp_path):
+    """``noise: secure`` with ``search: private`` (experiment priv_secure of
+    the same run): every run says ``secure``, the released DP-SGD ledger
+    carries the lattice's closeness line, epsilon is met, and the released
+    rows' seed column is -1 - selection seed (no seed recorded)."""
+    workdir, _ = private
+    mlflow.set_tracking_uri(f"sqlite:///{workdir}/results/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["dpcd/priv_secure"])
+    children = runs[runs["params.solver"].notna()]
+    assert (children["params.privacy.noise"] == "secure").all()
+    released = children[children["tags.role"] == "released"]
+    assert sorted(released["params.solver"]) == ["dp_cd", "dp_cd", "dp_sgd", "dp_sgd"]
+    for row in released.to_dict("records"):
+        ledger = json.loads(open(mlflow.MlflowClient().download_artifacts(
+            row["run_id"], "privacy_ledger.json", str(tmp_path))).read())
+        assert ledger["noise"] == "secure" and ledger["epsilon_achieved"] <= EPS
+        groups = [line["group"] for line in ledger["budget"]]
+        assert groups == (["selection", "lattice_rounding"] if row["params.solver"] == "dp_sgd"
+                          else ["selection"])
+    tables = [pd.read_parquet(p)
+              for p in workdir.glob("results/runs/priv_secure/*/private/*.parquet")]
+    assert sorted(tuple(sorted(set(t["seed"]))) for t in tables) == [(-2,), (-2,), (-1,), (-1,)]

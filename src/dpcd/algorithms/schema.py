@@ -109,7 +109,3 @@ def check_solvers(config, defs):
             if exp["privacy"].get("noise", "fast") == "secure":
                 check_secure(solver, f"config: experiments.{exp_name}.privacy.noise: "
                                      f"'secure' (solver {name})")
-                if exp.get("search") == "private":
-                    raise ValueError(f"config: experiments.{exp_name}.privacy.noise: "
-                                     "'secure' with search: private; the workflow's "
-                                     "private search runs with noise fast only")

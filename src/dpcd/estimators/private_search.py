@@ -81,8 +81,8 @@ class PrivateSearch(MetaEstimatorMixin, BaseEstimator):
     random_state : int, RandomState instance or None
         None (the default): the secure mode when every configuration's
         training has one (docs/secure_noise.md, "Private search"): the
-        candidates fit with ``noise="secure"``, K (geometric) is drawn
-        exactly, each score is rounded to a grid and gets exact integer
+        candidates fit with ``noise="secure"``, K is drawn exactly
+        (every law), each score is rounded to a grid and gets exact integer
         noise, exact ties are broken uniformly, and the seeds come from the
         OS and are never recorded; the ledger's ``noise`` says ``secure``.
         An int (or instance): seed of K, the draws, the split and every

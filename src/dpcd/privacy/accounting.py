@@ -31,6 +31,14 @@ cached (a sweep asks for the same (n, passes, ε, δ) thousands of times):
     (the composition :mod:`dpcd.privacy.gcd` calls ``"rdp"``); replace-one
     only (dp_accounting's RDP accountant accounts randomized response under
     ``REPLACE_ONE``), RDP only.
+``("pure_rr_pair", steps)``
+    Secure DP-GCD's ``steps`` iterations (discrete report-noisy-max and a
+    discrete Laplace entry on a grid, each ε′-DP with ε′ = 1/z): both
+    releases accounted as binary randomized response at ε′ (the dominating
+    ε′-DP mechanism, as ``pure_pair``'s selection is),
+    ``SelfComposed(RandomizedResponse(2/(1+e^ε′), 2), 2·steps)``;
+    replace-one, RDP only (:mod:`dpcd.privacy.gcd`'s ``"rdp"`` composition
+    in the secure mode).
 ``("smoothness_gaussian", z_smooth, count_smooth, eps_bound, steps)``
     DP-CD with privately estimated smoothness constants as one release
     (a private-search candidate, :mod:`dpcd.tuning.candidates`): the Laplace
@@ -162,12 +170,14 @@ def make_event(spec: tuple, z: float):
         return dp_event.SelfComposedDpEvent(
             dp_event.PoissonSampledDpEvent(float(q), dp_event.GaussianDpEvent(z)), int(steps)
         )
-    if kind == "pure_pair":
+    if kind in ("pure_pair", "pure_rr_pair"):
         eps_step = 1.0 / z
         rr = 0.0 if eps_step > 700.0 else 2.0 / (1.0 + math.exp(eps_step))
+        select = dp_event.RandomizedResponseDpEvent(rr, 2)
+        if kind == "pure_rr_pair":  # 2T randomized responses (one RDP evaluation)
+            return dp_event.SelfComposedDpEvent(select, 2 * int(spec[1]))
         return dp_event.ComposedDpEvent([
-            dp_event.SelfComposedDpEvent(dp_event.RandomizedResponseDpEvent(rr, 2),
-                                         int(spec[1])),
+            dp_event.SelfComposedDpEvent(select, int(spec[1])),
             dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(z), int(spec[1])),
         ])
     if kind == "smoothness_gaussian":
@@ -212,7 +222,7 @@ def accountant_relation(spec: tuple, relation: str, kind: str):
                 "pld accountant only"
             )
         return RELATIONS[relation]
-    if event_kind == "pure_pair":
+    if event_kind in ("pure_pair", "pure_rr_pair"):
         if relation != "replace_one" or kind != "rdp":
             raise ValueError("relation: pure-DP pairs (DP-GCD) are accounted under "
                              "replace_one by the rdp accountant only")

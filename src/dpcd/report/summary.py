@@ -43,6 +43,8 @@ def stack_experiments(tables):
     stacked = pd.concat(frames, ignore_index=True)
     # One dtype for the join with the published cells (fractional passes are floats).
     stacked["passes"] = stacked["passes"].astype(np.float64)
+    # A one-seed table has no std columns (summary_table drops all-NaN columns).
+    stacked = stacked.reindex(columns=list(dict.fromkeys([*stacked, *VALUES])))
     return stacked[KEY + ["epsilon", RELATION] + VALUES + ["config_id"]
                    + [c for c in EXTRA if c in stacked]]
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from dpcd.privacy import accounting, cache
 from dpcd.privacy.validation import check_delta, check_epsilon
-from dpcd.tuning.candidates import candidate_spec
+from dpcd.tuning.candidates import candidate_spec, lattice_slack
 from dpcd.tuning.scores import SCORE_NOISES
 
 
@@ -125,6 +125,11 @@ class SelectionCalibration:
         ε at ``delta`` of the whole release (≤ ``epsilon``).
     epsilon, delta, mean, shape, score_fraction : float
     relation : str
+    lattice : dict or None
+        Secure lattice trainings (:func:`lattice_bound`): the cut ``k_max``,
+        the slack, and the rounded continuous search's ``rdp_epsilon`` at
+        ``rdp_delta``; ``epsilon_achieved`` and ``delta`` are then the
+        secure search's.
     """
 
     train_epsilon: float
@@ -139,6 +144,7 @@ class SelectionCalibration:
     score_fraction: float
     relation: str
     score_spec: tuple = field(default=("laplace", 1))
+    lattice: dict | None = None
 
     def trainings(self):
         return list(self.train_multipliers.items())
@@ -358,6 +364,9 @@ def calibrate_candidates(ledger_of, keys, n_samples, epsilon, delta, k_mean, sha
             zs[spec] = min(z, zs.get(spec, math.inf))
         return zs
 
+    def slack_at(eps_t):  # the largest lattice slack a of the trainings at eps_t
+        return max(lattice_slack(ledger_of(key, eps_t)) for key in keys)
+
     specs, relations = specs_at(epsilon)
     private_smoothness = any(s[0] == "smoothness_gaussian" for s, _ in specs.values())
     if len(relations) != 1:
@@ -365,14 +374,92 @@ def calibrate_candidates(ledger_of, keys, n_samples, epsilon, delta, k_mean, sha
     relation = relations.pop()
     if check_relation is not None:
         check_relation(relation)
-    cal = calibrate_selection(
-        [s for s, _ in specs.values()], epsilon, delta, k_mean, shape, score_fraction,
-        score_noise, relation, trainings_at=zs_at if private_smoothness else None)
-    cal = aligned(cal, zs_at, k_mean, shape)
+
+    def calibrated(eps, dlt):
+        cal = calibrate_selection(
+            [s for s, _ in specs.values()], eps, dlt, k_mean, shape, score_fraction,
+            score_noise, relation, trainings_at=zs_at if private_smoothness else None)
+        return aligned(cal, zs_at, k_mean, shape)
+
+    cal = calibrated(epsilon, delta)
+    slack = slack_at(cal.train_epsilon)
+    if slack > 0:  # secure lattice trainings: the search's closeness (lattice_bound)
+        cal = lattice_bound(calibrated, slack_at, slack, epsilon, delta, k_mean, shape)
     if private_smoothness:
         specs = specs_at(cal.train_epsilon)[0]
     return cal, specs, private_smoothness
 
 
-__all__ = ["SelectionCalibration", "aligned", "calibrate_candidates", "calibrate_selection",
-           "candidate_event", "check_score_fraction", "selection_epsilon", "selection_event"]
+# A secure search over lattice trainings (lattice_bound): the rounded
+# continuous search is calibrated at delta * e^{-k0 a} * (1 - LATTICE_DELTA),
+# and P(K > k0) plus the draws' tails, times 1 + e^{eps + 1}, fit in
+# LATTICE_DELTA * delta.
+LATTICE_DELTA = 1e-6
+# The first calibration's slack, times this, bounds the second's (checked).
+_SLACK_MARGIN = 1.01
+
+
+def lattice_bound(calibrated, slack_at, slack, epsilon, delta, mean, shape):
+    """Repeat-and-select over secure lattice trainings (docs/secure_noise.md,
+    "Private search").
+
+    A lattice candidate's law is within ``e^{±a}`` pointwise of the rounded
+    continuous run's off its tails (:func:`dpcd.privacy.secure.secure_lattice`),
+    whose event the selection accounts; given ``K = k`` the k independent
+    candidates are within ``e^{±k a}`` off ``k N τ``, and the selection is a
+    post-processing. With ``K`` cut at ``k₀``, for every output set ``S``:
+    ``P_D(S) ≤ e^{k₀ a} P_R(S) + P(K > k₀) + E[K] N τ`` and the same with D
+    and R swapped, so if the rounded search is ``(ε_R, δ_R)``-DP the secure
+    one is ``(ε_R + 2 k₀ a, e^{k₀ a} δ_R + (1 + e^{ε_R + k₀ a})(P(K > k₀) +
+    E[K] N τ))``-DP.  ``N τ`` is bounded from the slack alone (``N ≤ a/ρ(s)``
+    with ``s`` at most the sampler's range, ``τ`` at ``s ≥ 1``).
+
+    ``calibrated(eps, delta)`` is the selection's calibration of the
+    continuous events, ``slack_at(eps_t)`` the largest ``a`` of the trainings
+    at the per-candidate ``eps_t``, ``slack`` that at the calibration for
+    ``(epsilon, delta)``. Returns the calibration at the reduced target,
+    its ``epsilon``, ``delta`` and ``epsilon_achieved`` those of the secure
+    search, and ``lattice`` the record of the bound.
+    """
+    from dpcd.privacy import secure
+    from dpcd.privacy.exact import MAX_SCALE  # numba's import: only for secure runs
+    from dpcd.tuning.draws import k_cut, k_tail
+
+    bar = _SLACK_MARGIN * slack
+    margin = 1.0 + math.exp(min(epsilon + 1.0, 700.0))
+    k0 = k_cut(mean, shape, 0.5 * LATTICE_DELTA * delta / margin)
+    if k0 * bar > 1.0:
+        raise ValueError(f"noise='secure': the lattice slack {slack:.3g} of each candidate, "
+                         f"over up to {k0} candidates, exceeds the bound's range; lower "
+                         "k_mean")
+    eps_1 = epsilon - 2.0 * k0 * bar
+    delta_1 = delta * math.exp(-k0 * bar) * (1.0 - LATTICE_DELTA)
+    if eps_1 <= 0:
+        raise ValueError(f"noise='secure': the lattice slack over {k0} candidates leaves "
+                         "no budget")
+    cal = calibrated(eps_1, delta_1)
+    a = slack_at(cal.train_epsilon)
+    if a > bar:
+        raise RuntimeError(f"noise='secure': the trainings' slack {a:.3g} exceeds {bar:.3g}")
+    eps_r = cal.epsilon_achieved
+    tail = k_tail(k0, mean, shape)
+    # E[K]·N·τ, N ≤ a/ρ(MAX_SCALE), τ ≤ τ(1)
+    log_draws = (math.log(mean) + math.log(max(a, 1e-300))
+                 - math.log(secure.lattice_closeness(MAX_SCALE))
+                 + secure.lattice_log_tail(1.0))
+    spent = math.exp(k0 * a) * delta_1 + (1.0 + math.exp(min(eps_r + k0 * a, 700.0))) * (
+        tail + math.exp(log_draws))
+    total = eps_r + 2.0 * k0 * a
+    if total > epsilon or spent > delta:
+        raise RuntimeError(f"noise='secure': the lattice bound ({total}, {spent}) misses "
+                           f"the target ({epsilon}, {delta})")
+    record = {"k_max": int(k0), "slack": float(a), "rdp_epsilon": float(eps_r),
+              "rdp_delta": float(delta_1), "k_tail": float(tail),
+              "log_draw_tails": float(log_draws), "delta_spent": float(spent)}
+    return replace(cal, epsilon=float(epsilon), delta=float(delta), epsilon_achieved=total,
+                   lattice=record)
+
+
+__all__ = ["LATTICE_DELTA", "SelectionCalibration", "aligned", "calibrate_candidates",
+           "calibrate_selection", "candidate_event", "check_score_fraction", "lattice_bound",
+           "selection_epsilon", "selection_event"]

@@ -32,13 +32,20 @@ Kamath, Steinke 2020), and the secure smoothness release's discrete Laplace
 has a scale at which they are at most the continuous Laplace's
 (:func:`dpcd.privacy.secure.laplace_scale`, checked here from the ledger);
 the secure feature bound is the same exponential mechanism drawn exactly.
-Secure DP-GCD (discrete report-noisy-max, its entry accounted as randomized
-response) is no candidate event yet.
+Secure DP-GCD (discrete report-noisy-max and a discrete Laplace entry, both
+ε′-DP) is ``("pure_rr_pair", T)``: both accounted as randomized response,
+as its own RDP composition does. A secure lattice training (DP-SGD, the
+DP-SCD variants: :func:`dpcd.privacy.secure.secure_lattice`) is read as its
+continuous event (the line before its ``lattice_rounding`` line), which
+bounds the *rounded continuous* run; the search accounts the closeness of
+the secure run to that one itself (:func:`lattice_slack`,
+:func:`dpcd.tuning.calibration.lattice_bound`).
 
 Refused: paper scales (``invalid_bound``), PLD-only events, a δ tail charged
 outside the event (seqDP-SCD's max_batch_size).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -54,6 +61,29 @@ from dpcd.problems import make_problem
 # Kinds of a training's Gaussian steps read as GaussianDpEvent under RDP
 # (the discrete one's Rényi divergences are at most the continuous one's).
 GAUSSIANS = ("gaussian", "discrete_gaussian")
+
+# The budget line of a secure lattice release's closeness slack
+# (dpcd.privacy.secure.secure_lattice).
+LATTICE_GROUP = "lattice_rounding"
+
+# DP-GCD's two releases per iteration, fast and secure.
+_GCD_KINDS = {("report_noisy_max", "laplace"): "pure_pair",
+              ("discrete_report_noisy_max", "discrete_laplace"): "pure_rr_pair"}
+
+
+def lattice_slack(ledger):
+    """``a`` of a secure lattice training (its ``lattice_rounding`` line states
+    ``2a``: the secure run's law is within ``e^{±a}`` of the rounded
+    continuous run's, pointwise, off the tails), or 0 for any other training.
+    Only the search's own accounting may use a lattice candidate's
+    :func:`candidate_spec` (which reads its continuous event), with this slack."""
+    lines = [b for b in ledger.budget if b.group == LATTICE_GROUP]
+    if not lines:
+        return 0.0
+    (line,) = lines
+    if line.accountant != "closeness" or not 0 <= line.epsilon_achieved < math.inf:
+        raise ValueError(f"{ledger.algorithm}: lattice line {line} is not a closeness slack")
+    return 0.5 * float(line.epsilon_achieved)
 
 
 def refusal(solver):
@@ -80,9 +110,18 @@ def candidate_spec(ledger, n_samples):
     """
     if ledger is None:
         raise ValueError("a non-private run cannot be a private-search candidate")
+    if any(b.group == LATTICE_GROUP for b in ledger.budget):
+        # the rounded continuous run's event: the line the slack line follows
+        lattice_slack(ledger)
+        rest = [b for b in ledger.budget if b.group != LATTICE_GROUP]
+        if len(rest) != 1 or len(ledger.mechanisms) != 1 \
+                or ledger.mechanisms[0].kind != "discrete_gaussian":
+            raise ValueError(f"{ledger.algorithm}: a lattice candidate needs one discrete "
+                             "Gaussian release and its continuous event")
+        ledger = dataclasses.replace(ledger, budget=rest, delta=rest[0].delta)
     if any(m.group in ("smoothness", "bounds") for m in ledger.mechanisms):
         return _smoothness_spec(ledger, n_samples)
-    if [m.kind for m in ledger.mechanisms] == ["report_noisy_max", "laplace"]:
+    if tuple(m.kind for m in ledger.mechanisms) in _GCD_KINDS:
         return _pure_pair_spec(ledger)
     if len(ledger.mechanisms) != 1 or len(ledger.budget) != 1:
         raise ValueError(f"{ledger.algorithm}: {len(ledger.mechanisms)} mechanisms and "
@@ -104,6 +143,16 @@ def candidate_spec(ledger, n_samples):
     else:
         raise ValueError(f"{ledger.algorithm}: unknown event {line.dp_event}")
     z = m.noise_multiplier / accounting.sensitivity_unit(spec, ledger.neighbouring)
+    if m.kind == "discrete_gaussian" and repr(accounting.make_event(spec, z)) != line.dp_event:
+        # a lattice release states its multiplier as scale over charged
+        # sensitivity, a few ulps from the accounted one: the one accounted
+        near = [z]
+        for toward in (-math.inf, math.inf):
+            x = z
+            for _ in range(8):
+                x = math.nextafter(x, toward)
+                near.append(x)
+        z = next((x for x in near if repr(accounting.make_event(spec, x)) == line.dp_event), z)
     if repr(accounting.make_event(spec, z)) != line.dp_event:
         raise ValueError(f"{ledger.algorithm}: derived event {spec} at z={z} is not the "
                          f"accounted one, {line.dp_event}")
@@ -167,10 +216,13 @@ def _smoothness_spec(ledger, n_samples):
 
 def _pure_pair_spec(ledger):
     """DP-GCD's T iterations of an ε′-DP selection and an ε′-DP Laplace entry
-    (``("pure_pair", T)``, z = 1/ε′), when its ledger says so: the correct
+    (``("pure_pair", T)``, z = 1/ε′; secure: ``("pure_rr_pair", T)``, its
+    discrete entry of scale ``(m + 1)/ε′`` steps at sensitivity ``m + 1``
+    accounted as randomized response), when its ledger says so: the correct
     selection scale (no ``invalid_bound``), the RDP composition, one budget
     line whose ε is that of the rebuilt event."""
     select, grad = ledger.mechanisms
+    kind = _GCD_KINDS[(select.kind, grad.kind)]
     line = ledger.budget[0] if len(ledger.budget) == 1 else None
     if "invalid_bound" in ledger.caveats:
         raise ValueError(f"{ledger.algorithm}: the paper's selection scale is no valid "
@@ -180,10 +232,16 @@ def _pure_pair_spec(ledger):
                          f"{line and line.accountant}; a candidate needs the rdp composition")
     if select.count != grad.count or ledger.neighbouring != "replace_one":
         raise ValueError(f"{ledger.algorithm}: not T pairs of releases under replace_one")
-    spec, z = ("pure_pair", grad.count), grad.noise_multiplier
+    spec, z = (kind, grad.count), grad.noise_multiplier
     if not math.isclose(select.noise_multiplier, 2.0 * z, rel_tol=1e-12):
         raise ValueError(f"{ledger.algorithm}: selection scale {select.noise_multiplier} is "
                          f"not the eps_step-DP one, 2/eps_step = {2.0 * z}")
+    if kind == "pure_rr_pair":  # each release's scale over its charged sensitivity
+        for m, ratio in ((select, 2.0 * z), (grad, z)):
+            got = np.asarray(m.noise_scale, float) / np.asarray(m.sensitivity, float)
+            if not np.allclose(got, ratio, rtol=1e-12, atol=0.0):
+                raise ValueError(f"{ledger.algorithm}: its {m.kind} scale is not "
+                                 f"{ratio:g} times its charged sensitivity")
     rebuilt = accounting.epsilon_of(spec, z, ledger.delta, "rdp", "replace_one")
     if not math.isclose(rebuilt, line.epsilon_achieved, rel_tol=1e-9):
         raise ValueError(f"{ledger.algorithm}: rebuilt event gives epsilon {rebuilt}, the "
@@ -274,5 +332,5 @@ def training_spec(estimator, n_samples, n_features, epsilon=1.0, delta=None):
     return candidate_spec(ledger, n_samples)[0], ledger.neighbouring
 
 
-__all__ = ["GAUSSIANS", "calibrated_ledger", "candidate_spec", "check_trained", "refusal",
-           "secure_refusal", "training_spec"]
+__all__ = ["GAUSSIANS", "LATTICE_GROUP", "calibrated_ledger", "candidate_spec",
+           "check_trained", "lattice_slack", "refusal", "secure_refusal", "training_spec"]

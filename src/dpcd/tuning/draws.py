@@ -83,6 +83,37 @@ def k_pmf(k, mean: float, shape: float) -> np.ndarray:
     return np.where(k >= 1, nb.pmf(k) / (1 - nb.pmf(0)), 0.0)
 
 
+def k_tail(k, mean: float, shape: float) -> float:
+    """An upper bound on ``P(K > k)``: exact for the geometric law
+    (``(1 − γ)^k``), scipy's survival function otherwise, each with a relative
+    margin of 10⁻⁶ for its floating-point error."""
+    from scipy import stats
+
+    k = int(k)
+    if shape == 1.0:
+        out = math.exp(k * math.log1p(-k_gamma(mean, shape)))
+    elif shape == math.inf:
+        out = float(stats.poisson.sf(k, mean))
+    elif shape == 0:
+        out = float(stats.logser.sf(k, 1 - k_gamma(mean, shape)))
+    else:
+        nb = stats.nbinom(shape, k_gamma(mean, shape))
+        out = float(nb.sf(max(k, 0)) / nb.sf(0)) if k >= 1 else 1.0
+    return min(1.0, out * (1.0 + 1e-6))
+
+
+def k_cut(mean: float, shape: float, tail: float) -> int:
+    """The smallest ``k`` with :func:`k_tail` at most ``tail``."""
+    hi = 1
+    while k_tail(hi, mean, shape) > tail:
+        hi *= 2
+    lo = hi // 2  # k_tail(lo) > tail, or lo = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if k_tail(mid, mean, shape) > tail else (lo, mid)
+    return hi
+
+
 def draw_k(rng: np.random.Generator, mean: float, shape: float) -> int:
     """One draw of K from its distribution with generator ``rng``.
 
@@ -129,22 +160,57 @@ def _identity(settings, epsilon, delta, n_configs):
             "n_configurations": n_configs}
 
 
-def draw_k_exact(mean: float, shape: float) -> int:
-    """One draw of a geometric K (``shape`` 1) by the exact sampler on a keystream
-    keyed from the OS: ``K = 1 + G``, ``P(G ≥ m) = (1 − γ)^m`` exactly for the
-    float ``γ`` the accountant uses (:func:`k_gamma`)."""
-    if shape != 1.0:
-        raise ValueError("an exact draw of K is implemented for k_distribution='geometric'")
-    from dpcd.privacy import exact, keystream
+def exact_k_parameters(mean: float, shape: float) -> tuple:
+    """The parameters of :func:`dpcd.tuning.exact_k.fill` for the law of K:
+    ``(law, γ, λ, pieces, r, f)`` (module :mod:`dpcd.tuning.exact_k`).
+    ``ValueError`` when the exact samplers cannot draw it (γ below the
+    geometric sampler's range)."""
+    if shape == math.inf:  # mu = lam * 2^j with lam < 1, exact
+        j = max(0, math.frexp(float(mean))[1])
+        lam = math.ldexp(float(mean), -j)
+        if not 0 < lam < 1 or math.ldexp(lam, j) != float(mean):  # unreachable
+            raise ValueError(f"k_mean={mean!r} is not split exactly")
+        return 1, 1.0, lam, 1 << j, 1, 1.0
+    gamma = k_gamma(mean, shape)
+    if not gamma >= 2.0 ** -40:  # dpcd.privacy.exact.MIN_P
+        raise ValueError(f"noise='secure': k_mean={mean!r} gives gamma={gamma:g}, below "
+                         "the exact geometric sampler's range (2**-40); use a smaller k_mean")
+    if shape == 1.0:
+        return 0, gamma, 1.0, 1, 1, 1.0
+    if shape == 0:
+        return 2, gamma, 1.0, 1, 1, 1.0
+    r = math.ceil(shape)
+    frac = shape - (r - 1)  # in (0, 1], exact (Sterbenz), checked
+    if (r - 1) + frac != shape:
+        raise ValueError(f"shape={shape!r}: its fractional part is not exact")
+    return 3, gamma, 1.0, 1, r, frac
 
-    return 1 + int(exact.geometric(keystream.new_state(), k_gamma(mean, shape)))
+
+def draw_k_exact(mean: float, shape: float, size=None, state=None):
+    """K drawn exactly on a keystream (the secure mode): see
+    :mod:`dpcd.tuning.exact_k` (every law, exactly the stated one for the
+    floats the accountant is given).
+
+    ``size``: None for one draw (an int), else an int64 array of that many.
+    ``state``: a :mod:`dpcd.privacy.keystream` state (default: a new one
+    keyed from the OS; a given one is for tests).
+    """
+    from dpcd.privacy import keystream
+    from dpcd.tuning import exact_k
+
+    params = exact_k_parameters(mean, shape)
+    state = keystream.new_state() if state is None else state
+    out = np.empty(1 if size is None else int(size), dtype=np.int64)
+    exact_k.fill(state, *params, out)
+    return int(out[0]) if size is None else out
 
 
 def draw_search(configs, settings, seed, epsilon, delta, exact_k=False):
     """K and the K configurations of a search, from ``seed`` and the settings only.
 
-    ``exact_k``: a geometric K is drawn by :func:`draw_k_exact` instead (the
-    secure mode; the other laws stay numpy's, from ``seed``).
+    ``exact_k``: K is drawn by :func:`draw_k_exact` instead, on a keystream
+    keyed from the OS (the secure mode; ``seed`` then draws the configurations
+    only).
 
     Returns
     -------
@@ -157,8 +223,7 @@ def draw_search(configs, settings, seed, epsilon, delta, exact_k=False):
                                                               len(configs))))
     k_ss, config_ss = seq.spawn(2)
     k = (draw_k_exact(settings.k_mean, settings.shape)
-         if exact_k and settings.shape == 1.0
-         else draw_k(np.random.default_rng(k_ss), settings.k_mean, settings.shape))
+         if exact_k else draw_k(np.random.default_rng(k_ss), settings.k_mean, settings.shape))
     picks = np.random.default_rng(config_ss).integers(len(configs), size=k)
     return k, [dict(configs[i]) for i in picks]
 
@@ -203,5 +268,6 @@ def validation_split(n, settings, seed, epsilon, delta):
 
 
 __all__ = ["DISTRIBUTIONS", "candidate_entropy", "candidate_streams", "check_k_distribution",
-           "draw_k", "draw_k_exact", "draw_search", "grid_configurations", "k_gamma", "k_pmf", "search_seed",
+           "draw_k", "draw_k_exact", "exact_k_parameters", "draw_search", "grid_configurations", "k_cut", "k_gamma",
+           "k_pmf", "k_tail", "search_seed",
            "validation_split"]

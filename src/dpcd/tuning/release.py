@@ -18,11 +18,12 @@ is keyed by :func:`released_id`, the estimator's by :class:`SearchResult`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dpcd.privacy import secure
 from dpcd.privacy.ledger import BudgetLine, Ledger, Mechanism
 from dpcd.tuning.calibration import SelectionCalibration, selection_event
+from dpcd.tuning.candidates import LATTICE_GROUP
 from dpcd.tuning.scores import ScoreMechanism
 
 #: Prefix of the released runs' config_id,
@@ -112,8 +113,8 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
                  f"sensitivity {m + 1} grid steps, exact discrete {score.noise} of scale "
                  f"{scale:.6g} steps (its Renyi divergences at most the continuous "
                  f"{score.noise}'s at multiplier {cal.score_multiplier:.6g}, which the "
-                 "selection accounts); K drawn exactly when geometric; exact ties broken "
-                 "uniformly at random (docs/secure_noise.md)")
+                 "selection accounts); K drawn exactly; exact ties broken uniformly at "
+                 "random (docs/secure_noise.md)")
     score_mech = Mechanism(
         name=f"score_{score.metric}", kind=kind, sensitivity=sensitivity,
         sensitivity_norm="l1" if score.noise == "laplace" else "l2",
@@ -124,8 +125,23 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
                                  cal.score_multiplier, cal.mean, cal.shape)) \
         if len(specs) == 1 else f"max over {len(specs)} training events: {specs!r}; " \
         f"RepeatAndSelect(mean={cal.mean}, shape={cal.shape})"
-    line = BudgetLine(group="selection", accountant="rdp", epsilon_target=cal.epsilon,
-                      epsilon_achieved=cal.epsilon_achieved, delta=cal.delta, dp_event=event)
+    lines = [BudgetLine(group="selection", accountant="rdp", epsilon_target=cal.epsilon,
+                        epsilon_achieved=cal.epsilon_achieved, delta=cal.delta, dp_event=event)]
+    if cal.lattice is not None:  # the rounded continuous search, then the closeness
+        lat = cal.lattice
+        lines = [replace(lines[0], epsilon_target=cal.epsilon - 2.0 * lat["k_max"] * lat["slack"],
+                         epsilon_achieved=lat["rdp_epsilon"], delta=lat["rdp_delta"]),
+                 BudgetLine(
+                     group=LATTICE_GROUP, accountant="closeness",
+                     epsilon_target=2.0 * lat["k_max"] * lat["slack"],
+                     epsilon_achieved=2.0 * lat["k_max"] * lat["slack"],
+                     delta=cal.delta - lat["rdp_delta"],
+                     dp_event=(f"secure lattice candidates, each within exp(+-a) of its "
+                               f"rounded continuous run off its tails, a <= {lat['slack']:.3g}; "
+                               f"K cut at k0 = {lat['k_max']} (P(K > k0) <= "
+                               f"{lat['k_tail']:.3g}): eps_R + 2 k0 a, delta: e^(k0 a) "
+                               "delta_R + (1 + e^(eps_R + k0 a))(P(K > k0) + E[K] N tau) "
+                               "(docs/secure_noise.md, Private search)"))]
     nonprivate = [x for x in training.nonprivate_inputs if x != "hyperparameter_selection"]
     if score.clip_from_data:
         nonprivate.append("score_clip")
@@ -133,7 +149,7 @@ def selection_ledger(calibration: SelectionCalibration, score: ScoreMechanism,
                   neighbouring=training.neighbouring, accountant="rdp",
                   epsilon_target=cal.epsilon, epsilon_achieved=cal.epsilon_achieved,
                   delta=cal.delta, mechanisms=[*training.mechanisms, score_mech],
-                  budget=[line], nonprivate_inputs=nonprivate, caveats=training.caveats,
+                  budget=lines, nonprivate_inputs=nonprivate, caveats=training.caveats,
                   noise="secure" if noise == "secure" else "fast", selection=record)
 
 
@@ -147,6 +163,8 @@ def selection_record(calibration: SelectionCalibration, score: ScoreMechanism | 
            "train_epsilon": cal.train_epsilon, "train_delta": cal.delta,
            "score_multiplier": cal.score_multiplier,
            "n_training_events": len(cal.train_multipliers)}
+    if cal.lattice is not None:
+        out["lattice"] = dict(cal.lattice)
     if score is not None:
         out.update(select_by=score.select_by, score_metric=score.metric,
                    score_noise=score.noise, score_sensitivity=score.sensitivity,

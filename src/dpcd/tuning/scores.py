@@ -206,10 +206,16 @@ def score_value(problem, score, w):
     """The exact score of the final iterate ``w`` (before noise). A diverged
     model's losses count as B and its penalty as infinite (never selected
     over a finite one); the sensitivity is unchanged."""
+    return score.value(*score_terms(problem, score, w))
+
+
+def score_terms(problem, score, w):
+    """The per-record values and the penalty :func:`score_value` is made of
+    (what :meth:`ScoreMechanism.secure_noisy` takes)."""
     w = np.asarray(w, dtype=np.float64)
     if score.metric == "accuracy":
         margin = np.asarray(problem.X_val @ w).ravel()
-        return score.value(np.where(margin >= 0, 1.0, -1.0) == problem.y_val)
+        return np.where(margin >= 0, 1.0, -1.0) == problem.y_val, 0.0
     if score.metric == "squared_error":
         r = np.asarray(problem.X_val @ w).ravel() - problem.y_val
         losses = r * r
@@ -219,7 +225,7 @@ def score_value(problem, score, w):
     penalty = 0.0
     if score.metric == "loss":
         penalty = float(problem.penalty.value(w)) if np.all(np.isfinite(w)) else math.inf
-    return score.value(losses, penalty)
+    return losses, penalty
 
 
 # ------------------------------------------------------------------ a fitted estimator
@@ -258,4 +264,5 @@ def candidate_values(est, X, y, metric):
 
 
 __all__ = ["DEFAULT_SCORE_CLIP", "METRICS", "SCORE_NOISES", "SELECT_BY", "ScoreMechanism",
-           "candidate_values", "default_score_clip", "score_mechanism", "score_value"]
+           "candidate_values", "default_score_clip", "score_mechanism", "score_terms",
+           "score_value"]

@@ -86,8 +86,10 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
         configurations and the split), and it must come from the OS and
         never be recorded.
     noise : {"fast", "secure"}
-        ``"secure"``: the candidates fit in the secure mode, K is drawn
-        exactly (geometric) from the keystream, each score is rounded to a
+        ``"secure"``: the candidates fit in the secure mode (the selection
+        calibrated on their secure ledgers, a lattice training's closeness
+        included: :func:`dpcd.tuning.calibration.lattice_bound`), K is drawn
+        exactly from the keystream (:mod:`dpcd.tuning.exact_k`), each score is rounded to a
         grid and gets exact integer noise
         (:meth:`dpcd.tuning.scores.ScoreMechanism.secure_noisy`), and exact
         ties of the noisy scores are broken uniformly at random
@@ -128,7 +130,7 @@ def private_search(estimator, param_grid, X, y, epsilon, delta=None, settings=No
     by_key = {tuple(sorted(config.items())): config for config in configs}
     calibration, specs, _ = calibrate_candidates(
         lambda key, eps: calibrated_ledger(clone(estimator).set_params(**by_key[key]),
-                                           X_fit.shape[0], p, eps, delta),
+                                           X_fit.shape[0], p, eps, delta, noise=noise),
         list(by_key), X_fit.shape[0], epsilon, delta, settings.k_mean, settings.shape,
         settings.score_fraction, settings.score_noise, score_under)
     relation = calibration.relation

@@ -24,6 +24,13 @@ Steinke 2022; :mod:`dpcd.tuning`) on the experiment's problem:
    whole release (``RepeatAndSelectDpEvent``, its ε end to end) and lists no
    ``hyperparameter_selection``.
 
+With ``privacy.noise: secure`` each search runs as
+:func:`dpcd.tuning.search.private_search` in its secure mode: the draws' seed
+and each candidate's from the OS (never recorded; the released rows' seed is
+``-1 - selection seed``), the selection calibrated on the candidates' secure
+ledgers, K drawn exactly, the scores on the grid with exact noise, exact ties
+broken uniformly.
+
 The relative error to F* and the held-out metrics of the released model are
 the researcher's evaluation of it (they read the data without noise) and are
 not part of the release.
@@ -48,7 +55,8 @@ from dpcd.tuning.calibration import calibrate_candidates
 from dpcd.tuning.candidates import check_trained
 from dpcd.tuning.draws import candidate_streams, draw_search, search_seed
 from dpcd.tuning.release import released_id, selection_ledger
-from dpcd.tuning.scores import score_mechanism, score_value
+from dpcd.tuning.scores import score_mechanism, score_terms, score_value
+from dpcd.tuning.search import keeps
 from dpcd.tuning.settings import SearchSettings
 
 
@@ -71,9 +79,12 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
     algorithm = algorithms.get(name)
     delta = resolve_delta(spec["privacy"], problem.n_samples)
     neighbouring = spec["privacy"].get("neighbouring", "replace_one")
-    if spec["privacy"].get("noise", "fast") != "fast":
-        raise ValueError("privacy.noise: search private runs with noise fast only")
-    selection_seed = run_seed(spec["base_seed"], chunk)
+    noise = spec["privacy"].get("noise", "fast")
+    if noise == "secure":  # the draws' seed from the OS, never recorded (the runner's rule)
+        algorithms.check_secure(name, "privacy.noise: 'secure'")
+        selection_seed = -1 - chunk
+    else:
+        selection_seed = run_seed(spec["base_seed"], chunk)
     search = SearchSettings(
         k_mean=float(settings["mean"]), k_distribution=settings["distribution"],
         shape=settings["shape"], score_fraction=float(settings["score_fraction"]),
@@ -87,9 +98,10 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
         cells.setdefault((config["epsilon"], config["passes"]), []).append(config)
     rows, records = [], []
     for (epsilon, passes), configs in cells.items():
+        seed = (privacy.secure.secure_entropy() if noise == "secure"
+                else search_seed(spec, selection_seed, epsilon, passes))
         released = _search(spec, algorithm, problem, configs, search, score, epsilon, passes,
-                           delta, neighbouring, search_seed(spec, selection_seed, epsilon, passes),
-                           f_star, w_star, records)
+                           delta, neighbouring, seed, f_star, w_star, records, noise)
         if released is not None:
             rows.append(_released_rows(spec, released, chunk, selection_seed, delta, problem))
     table = stack_rows(rows) if rows else empty_table().assign(role=[])
@@ -97,19 +109,23 @@ def run_private_chunk(spec, chunk, problem, f_star, w_star=None):
 
 
 def _search(spec, algorithm, problem, configs, search, score_under, epsilon, passes, delta,
-            neighbouring, seed, f_star, w_star, records):
+            neighbouring, seed, f_star, w_star, records, noise="fast"):
     """One cell's search; appends its runs to ``records``; the released one.
-    ``score_under(relation=...)`` is the score mechanism under a relation."""
+    ``score_under(relation=...)`` is the score mechanism under a relation.
+    ``noise="secure"``: as :func:`dpcd.tuning.search.private_search`'s (``seed``
+    from the OS, each candidate's from the OS too)."""
+    secure_mode = noise == "secure"
     by_id = {config_id(config): config for config in configs}
     cal, specs, private_smoothness = calibrate_candidates(
-        lambda key, eps: algorithm.privacy.calibrate(problem, by_id[key],
-                                             Budget(eps, delta, "rdp", neighbouring)).ledger,
+        lambda key, eps: algorithm.privacy.calibrate(
+            problem, by_id[key], Budget(eps, delta, "rdp", neighbouring, noise)).ledger,
         list(by_id), problem.n_samples, epsilon, delta, search.k_mean, search.shape,
         search.score_fraction, search.score_noise,
         lambda relation: score_under(relation=relation))  # refuses what it cannot score
     score = score_under(relation=cal.relation)
-    _, drawn = draw_search(configs, search, seed, epsilon, delta)
-    budget = Budget(cal.train_epsilon, delta, "rdp", neighbouring)
+    _, drawn = draw_search(configs, search, seed, epsilon, delta, exact_k=secure_mode)
+    budget = Budget(cal.train_epsilon, delta, "rdp", neighbouring, noise)
+    ties = 1
     best = None
     for index, config in enumerate(drawn):
         fit_ss, score_ss, smooth_ss = candidate_streams(seed, search, epsilon, delta,
@@ -120,25 +136,32 @@ def _search(spec, algorithm, problem, configs, search, score_under, epsilon, pas
             fraction = config.get("smoothness_fraction",
                                   algorithm.hyperparameter("smoothness_fraction").default)
             extra["private_smoothness"] = candidate_smoothness(problem, fraction,
-                                                               cal.train_epsilon, smooth_ss)
-        result, ledger = algorithm.run(problem, config,
-                                       [int(x) for x in fit_ss.generate_state(4)], budget,
-                                       **extra)
+                                                               cal.train_epsilon, smooth_ss,
+                                                               noise)
+        streams = (privacy.secure.secure_entropy() if secure_mode
+                   else [int(x) for x in fit_ss.generate_state(4)])
+        result, ledger = algorithm.run(problem, config, streams, budget, **extra)
         accounted = specs[config_id(config)][0]
         check_trained(ledger, problem.n_samples, accounted, cal.train_multipliers[accounted])
         for item in problem.nonprivate_inputs:
             ledger = ledger.add_nonprivate_input(item)
-        noisy = score.noisy(score_value(problem, score, result.w), cal.score_multiplier,
-                            np.random.default_rng(score_ss))
+        if secure_mode:
+            noisy = score.secure_noisy(*score_terms(problem, score, result.w),
+                                       cal.score_multiplier)
+        else:
+            noisy = score.noisy(score_value(problem, score, result.w), cal.score_multiplier,
+                                np.random.default_rng(score_ss))
         record = _record(config, config_id(config), result, ledger, problem, f_star, start)
         records.append((record, {"role": "candidate", "candidate": index}))
-        if best is None or (noisy > best[0] if score.higher_is_better else noisy < best[0]):
+        better, ties = keeps(noisy, None if best is None else best[0], ties,
+                             score.higher_is_better, uniform_ties=secure_mode)
+        if better:
             best = (noisy, config, result, ledger, record)
     if best is None:  # K = 0 (Poisson): nothing is released
         return None
     noisy, config, result, ledger, record = best
     whole = selection_ledger(cal, score, ledger, search.k_distribution,
-                             algorithm=f"private_search({spec['solver']})")
+                             algorithm=f"private_search({spec['solver']})", noise=noise)
     out = ConfigRecord(config, released_id(spec["solver"], epsilon, passes), record.status,
                        record.objective, record.rel_error,
                        record.time, [whole], record.holdout, record.start_ms, record.end_ms)
@@ -148,19 +171,20 @@ def _search(spec, algorithm, problem, configs, search, score_under, epsilon, pas
     return out, result, noisy, support
 
 
-def candidate_smoothness(problem, fraction, epsilon, stream):
+def candidate_smoothness(problem, fraction, epsilon, stream, noise="fast"):
     """A DP-CD-P candidate's own private smoothness constants (DP-CD Appendix
     F, :func:`dpcd.privacy.estimate_smoothness` as the private smoothness
     stage releases them: the crude bounds 2 max_i |x_ij|, recorded as the
     non-private input ``smoothness_bounds_from_data``) at ``fraction *
     epsilon``, its Laplace noise drawn from ``stream`` (a ``SeedSequence``)
-    only, in the form :func:`dpcd.algorithms.dp_cd_p.run` takes."""
+    only (``noise="secure"``: exact discrete Laplace noise from the OS), in
+    the form :func:`dpcd.algorithms.dp_cd_p.run` takes."""
     if problem.is_sparse:
         raise ValueError("dp_cd_p: the private smoothness estimate takes dense data, and "
                          "sparse datasets are never densified")
     datafit, _ = make_problem(problem.loss, "none", 0.0)
     smoothness, ledger = privacy.estimate_smoothness(
-        datafit, problem.X, fraction * epsilon, np.random.default_rng(stream))
+        datafit, problem.X, fraction * epsilon, np.random.default_rng(stream), noise=noise)
     return {"smoothness": np.asarray(smoothness).tolist(),
             "smoothness_fraction": fraction, "ledger": ledger.to_dict()}
 
