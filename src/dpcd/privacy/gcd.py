@@ -169,8 +169,11 @@ def _calibrate_step(steps: int, epsilon: float, delta: float, composition: str,
         return gcd_epsilon(math.exp(log_eps), steps, delta, composition, grid_steps) - epsilon
 
     if composition == "rdp":
-        eps_step = _rdp_step(steps, epsilon, delta, grid_steps)
-        return eps_step, gcd_epsilon(eps_step, steps, delta, composition, grid_steps)
+        try:
+            eps_step = _rdp_step(steps, epsilon, delta, grid_steps)
+            return eps_step, gcd_epsilon(eps_step, steps, delta, composition, grid_steps)
+        except ValueError:  # ε′ above the search's 700 (huge ε): Brent's bracket below
+            pass
     # ε is increasing in ε′; bracket in log space (basic composition gives
     # the lower end ε/(2T), the whole budget per step the upper end).
     lo, hi = math.log(epsilon / (2 * steps)) - 1.0, math.log(epsilon) + 1.0
