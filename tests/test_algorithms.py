@@ -128,9 +128,10 @@ def test_secure_support_is_the_specs(monkeypatch):
         algorithms.check_solvers(config, defs)
     config["experiments"]["e"]["solvers"]["mine"]["solver"] = secure
     algorithms.check_solvers(config, defs)
-    config["experiments"]["e"]["search"] = "private"
-    with pytest.raises(ValueError, match=r"experiments\.e\.privacy\.noise: 'secure' with "
-                                         "search: private"):
+    config["experiments"]["e"]["search"] = "private"  # the secure private search
+    algorithms.check_solvers(config, defs)
+    config["experiments"]["e"]["solvers"]["mine"]["solver"] = "plain"
+    with pytest.raises(ValueError, match=r"\(solver mine\) covers solver"):
         algorithms.check_solvers(config, defs)
 
 
