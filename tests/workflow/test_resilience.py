@@ -70,8 +70,10 @@ def test_killed_mid_solve_resumes_and_loses_nothing(finished_workdir, tmp_path, 
     workdir = _copy(finished_workdir, tmp_path)
     reference = _table(finished_workdir, "exp_a")
     outputs = [f"results/runs/{job}.parquet" for job in KILLED]
-    outputs += ["results/tables/exp_a.csv", "results/summary.csv"]
-    target = "results/tables/exp_a.csv"  # the summary job adds nothing to test here
+    outputs += ["results/tables/exp_a.csv", "results/mlflow/exp_a.json", "results/summary.csv"]
+    # the experiment's report job ingests the runs (after its tables); the
+    # summary job adds nothing to test here
+    target = "results/mlflow/exp_a.json"
     _forget(workdir, KILLED, outputs)
     logs = [workdir / "results" / "logs" / "solve" / f"{job}.log" for job in KILLED]
     for log in logs:
@@ -153,7 +155,7 @@ def test_concurrent_jobs_and_workflows_share_one_store(finished_workdir, tmp_pat
         (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
         env = dict(snakemake_env(), MLFLOW_TRACKING_URI=uri)
         procs[name] = (workdir, _start(workdir, "--cores", str(cores),
-                                       f"results/tables/{name}.csv", env=env))
+                                       f"results/mlflow/{name}.json", env=env))
     for name, (workdir, proc) in procs.items():
         assert proc.wait(timeout=600) == 0, (workdir / "snakemake.out").read_text()[-4000:]
 
