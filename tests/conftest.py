@@ -2,10 +2,13 @@
 
 ``make test`` runs ``-n auto --dist loadfile --no-loadscope-reorder``: each test
 file goes to one worker, so a module's workflow fixture is built once, and the
-files go out in collection order. The workflow files (minutes each) go first,
-so that they do not form the tail of the run; among them, those that do not
-need the shared finished run (tests/workflow/conftest.py) go first, to build
-their own while one worker builds the shared one.
+files go out in the order set here, each to the first worker with under three
+tests left. First one file that needs the shared finished run
+(tests/workflow/conftest.py), so that one worker builds it while the other
+starts on the files that build their own (a worker reaching a second user
+before it is built waits on its lock); then those, the longest first (LONGEST,
+measured), then the other users of the shared run, then the unit-test files,
+their longest first: the long files do not form the tail of the run.
 
 Before the workers start, the controller compiles every kernel family once
 into the numba cache the workflow tests' jobs use (``dpcd warmup``, minutes
@@ -30,15 +33,34 @@ def pytest_configure(config):
                    stdout=subprocess.DEVNULL, timeout=1800)
 
 
+# Measured on 2 cores, longest first (minutes each for the workflow files, a
+# minute or two for the unit-test ones); the files not named keep their order.
+LONGEST = (
+    "tests/workflow/test_staged_search.py",
+    "tests/workflow/test_cluster.py",
+    "tests/workflow/test_private_compare_workflow.py",
+    "tests/workflow/test_workflow_validation.py",
+    "tests/workflow/test_private_search_workflow.py",
+    "tests/workflow/test_interrupt.py",
+    "tests/test_private_workflow.py",
+    "tests/test_solvers_reference.py",
+)
+
+
 def pytest_collection_modifyitems(items):
     def path(item):
         return item.nodeid.split("::")[0]
 
-    shared = {path(item) for item in items if "finished_workdir" in getattr(item, "fixturenames", ())}
+    shared = [path(item) for item in items if "finished_workdir" in getattr(item, "fixturenames", ())]
 
     def rank(item):
+        if shared and path(item) == shared[0]:
+            return 0, 0
         if not path(item).startswith("tests/workflow/"):
-            return 2
-        return 1 if path(item) in shared else 0
+            group = 3
+        else:
+            group = 2 if path(item) in shared else 1
+        long = LONGEST.index(path(item)) if path(item) in LONGEST else len(LONGEST)
+        return group, long
 
     items.sort(key=rank)  # stable: files keep their order within a rank
