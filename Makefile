@@ -38,8 +38,9 @@ dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --configfile config/config.yaml --workflow-profile config/profiles/default
 
 # -n auto: one pytest worker per core (the workflow tests dominate; serial runs
-# take twice as long on 2 cores). Whole files per worker, workflow files first
-# (tests/conftest.py), so each workflow fixture is built once. The 30 slowest
+# take twice as long on 2 cores). One numba warm-up before the workers start,
+# then whole files per worker, the long workflow files first (tests/conftest.py),
+# so each workflow fixture is built once. The 30 slowest
 # tests are listed at the end, so that the suite's cost is visible in CI.
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=30

@@ -16,7 +16,9 @@ composition ``"auto"`` tries (``_calibrate_step`` of
 each, their ratio, and the relative change of the noise multiplier z
 (new/old - 1; 1/ε′ for DP-GCD). ``--recheck`` also re-evaluates each new z
 that PLD calibrated at a 10x finer discretisation (slow: minutes for
-millions of steps) and prints the ε found there.
+millions of steps) and prints the ε found there. ``--evaluations`` adds
+this tree's accountant evaluations per event (how many PLD and RDP, and
+their CPU seconds: where a calibration's time goes).
 
 Events come from the configs as a solve job makes them: each private
 solver entry's calibration (its spec's ``calibrate``, the one a run calls)
@@ -28,6 +30,7 @@ rest for validation); columns dropped by preprocessing are not, so a DP-CD
 event's count can differ from a run's by those columns.
 """
 import argparse
+import functools
 import importlib.util
 import math
 import os
@@ -172,6 +175,23 @@ def timed(module, event):
     return time.process_time() - start, z, used
 
 
+def count_evaluations():
+    """Record each accountant evaluation of this tree's search (kind, CPU
+    seconds) in the returned list, cleared by the caller between events."""
+    log = []
+    raw = accounting._epsilon.__wrapped__
+
+    def timed_epsilon(spec, z, delta, kind, relation, discretization):
+        start = time.process_time()
+        try:
+            return raw(spec, z, delta, kind, relation, discretization)
+        finally:
+            log.append((kind, time.process_time() - start))
+
+    accounting._epsilon = functools.lru_cache(maxsize=65536)(timed_epsilon)
+    return log
+
+
 def recheck(event, z):
     """ε of ``z`` under PLD at a tenth of the search's discretisation."""
     spec, _, delta, _, relation = event
@@ -186,6 +206,9 @@ def main():
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the old search")
     parser.add_argument("--recheck", action="store_true",
                         help="re-evaluate each new PLD z at a 10x finer discretisation")
+    parser.add_argument("--evaluations", action="store_true",
+                        help="also count this tree's accountant evaluations per event (PLD "
+                             "and RDP: how many, CPU seconds)")
     parser.add_argument("--limit", type=int, default=None, help="time only the first N events")
     parser.add_argument("--every", type=int, default=1,
                         help="time every k-th event only (a sample across the configs)")
@@ -208,9 +231,13 @@ def main():
     total_old = total_new = 0.0
     worst = 0.0
     seconds = {}
+    log = count_evaluations() if args.evaluations else None
+    counts = {}  # kind: [evaluations, CPU s]
     for event in events:
         gcd_event = event[0] == "dp_gcd"
         t_old, z_old, _ = timed(old_gcd if gcd_event else old, event)
+        if log is not None:
+            log.clear()
         t_new, z_new, used = timed(gcd if gcd_event else accounting, event)
         seconds[event] = t_old, t_new
         total_old, total_new = total_old + t_old, total_new + t_new
@@ -223,6 +250,12 @@ def main():
             name, eps = spec + " " + event[4], event[1]
         line = (f"{name:58} {eps:5g} {t_old:7.2f} {t_new:7.2f} "
                 f"{t_old / max(t_new, 1e-9):6.1f} {change:+9.2e} {used}")
+        if log is not None:
+            for kind in ("pld", "rdp"):
+                mine = [t for k, t in log if k == kind]
+                line += f"  {kind} {len(mine)}x {sum(mine):.2f}s"
+                total = counts.setdefault(kind, [0, 0.0])
+                total[0], total[1] = total[0] + len(mine), total[1] + sum(mine)
         if args.recheck and used == "pld" and not gcd_event:
             fine = recheck(event, z_new)
             line += f"  eps at 1/10 interval {fine:.5g}{'' if fine <= event[1] else ' MISSES'}"
@@ -232,6 +265,8 @@ def main():
         t_old, t_new = (sum(t[i] for t in timed_here) for i in (0, 1))
         print(f"{path}: {len(timed_here)} events, old {t_old:.1f} s, new {t_new:.1f} s, "
               f"ratio {t_old / max(t_new, 1e-9):.2f}")
+    for kind, (n, t) in counts.items():
+        print(f"{kind} evaluations (this tree): {n}, {t:.1f} CPU s")
     print(f"total: old {total_old:.1f} s, new {total_new:.1f} s, ratio "
           f"{total_old / max(total_new, 1e-9):.2f}; max |dz/z| {worst:.2e}")
 

@@ -41,6 +41,9 @@ Usage::
     DPCD_DATA_MIRROR=/path/to/data python bench/defaults_suite.py          # the full grid
     make defaults-suite                                                    # the same, --quick
 
+``--set clip=1e-4 passes=100`` gives those estimator parameters to every
+solver instead of their defaults (one cell of a hyperparameter grid).
+
 Writes ``<out>.csv`` (one row per fit) and ``<out>.md`` (the medians), by
 default ``results/bench/defaults_suite.*``.
 """
@@ -151,14 +154,17 @@ def baselines(data):
 PUBLIC_BOUND = "dp_cd_p, bounds=3"
 
 
-def fit_default(data, solver, epsilon, seed, mode):
+def fit_default(data, solver, epsilon, seed, mode, settings=None):
+    """One fit of ``solver`` with the estimator's defaults, or with
+    ``settings`` (estimator parameters, e.g. ``{"clip": 1e-4}``) given."""
     from dpcd.estimators import DPCoordinateDescentClassifier, DPCoordinateDescentRegressor
 
     cls = (DPCoordinateDescentRegressor if data["task"] == "regression"
            else DPCoordinateDescentClassifier)
     extra = {"bounds": 3.0} if solver == PUBLIC_BOUND else {}
     model = cls(solver="dp_cd_p" if extra else solver, epsilon=epsilon,
-                random_state=seed if mode == "seeded" else None, **extra)
+                random_state=seed if mode == "seeded" else None, **extra,
+                **(settings or {}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(data["X"], data["y"])
@@ -184,6 +190,17 @@ def fit_search(data, epsilon, seed, mode):
 
 
 # --------------------------------------------------------------------------- main
+def _setting(item):
+    """``"name=value"`` as ``(name, value)``, the value an int, a float or a string."""
+    name, _, value = item.partition("=")
+    for kind in (int, float):
+        try:
+            return name, kind(value)
+        except ValueError:
+            pass
+    return name, value
+
+
 def run(args):
     import pandas as pd
 
@@ -204,10 +221,12 @@ def run(args):
             for solver in solvers:
                 start = time.perf_counter()
                 for seed in seeds:
-                    score, ledger = fit_default(data, solver, epsilon, seed, args.mode)
+                    score, ledger = fit_default(data, solver, epsilon, seed, args.mode,
+                                                args.set)
                     rows.append({"dataset": name, "task": data["task"], "n": n,
                                  "p": data["X"].shape[1], "epsilon": epsilon,
                                  "method": solver, "seed": seed, "score": score,
+                                 "settings": " ".join(f"{k}={v}" for k, v in args.set.items()),
                                  "epsilon_spent": ledger.epsilon_achieved,
                                  "noise": getattr(ledger, "noise", "fast"),
                                  "nonprivate": nonprivate, "trivial": trivial})
@@ -278,6 +297,9 @@ def main(argv=None):
     parser.add_argument("--no-search", dest="search", action="store_false",
                         help="no PrivateSearch (undoes --search)")
     parser.add_argument("--search-eps", type=float, nargs="+", default=[1.0])
+    parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="estimator parameters given to every solver instead of their "
+                             "defaults, e.g. --set clip=1e-4 passes=100 (a hyperparameter grid)")
     parser.add_argument("--data", default=os.environ.get("DPCD_DATA_MIRROR"),
                         help="directory with <dataset>/ raw files (default: $DPCD_DATA_MIRROR)")
     parser.add_argument("--out", default=os.path.join("results", "bench", "defaults_suite"))
@@ -286,6 +308,7 @@ def main(argv=None):
         args.eps = [0.1, 1.0] if args.quick else [0.1, 1.0, 10.0]
     if args.quick:
         args.seeds = min(args.seeds, 5)
+    args.set = dict(_setting(item) for item in args.set)
     frame = run(args)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     frame.to_csv(args.out + ".csv", index=False)

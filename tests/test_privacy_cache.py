@@ -180,9 +180,15 @@ def test_fast_auto_equals_the_slow_path(q, steps, winner, monkeypatch):
 
 def _pld_evaluations(monkeypatch):
     """The z of every PLD evaluation that reaches dp_accounting (an
-    evaluation makes its accountant, then its event)."""
+    evaluation makes its accountant, then its event; a Poisson-sampled
+    Gaussian's goes through its own composition)."""
     seen, kind = [], []
     new_accountant, make_event = accounting.new_accountant, accounting.make_event
+    poisson = accounting._poisson_pld_epsilon
+
+    def poisson_pld(spec, z, *args):
+        seen.append(z)
+        return poisson(spec, z, *args)
 
     def accountant(k, rel, *interval):
         kind.append(k)
@@ -195,6 +201,7 @@ def _pld_evaluations(monkeypatch):
 
     monkeypatch.setattr(accounting, "new_accountant", accountant)
     monkeypatch.setattr(accounting, "make_event", event)
+    monkeypatch.setattr(accounting, "_poisson_pld_epsilon", poisson_pld)
     return seen
 
 
