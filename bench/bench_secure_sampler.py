@@ -16,9 +16,10 @@ rate of
 * ``numpy``: numpy's float ``normal`` / ``laplace`` (the fast path's kind of
   noise, not exact), for scale;
 * ``one-word``: for the Gaussian, the same sampler with the one-word discrete
-  Laplace proposal at every scale (``exact._fill_gaussian(..., steps=1)``, the
-  sampler before the staircase proposal of the wide scales); the column
-  ``x 1-word`` is exact / one-word.
+  Laplace proposal at every scale (``exact._fill_gaussian(..., False)``, the
+  proposal below ``exact.BLOCK_SCALE``; above it, the sampler before the
+  block proposal, bar the wide scales' staircase); the column ``x 1-word`` is
+  exact / one-word.
 
 A second table times short fills in a numba loop, as a kernel draws per
 step (vector lengths 1, 8 and 105: one coordinate, California, Adult), at
@@ -141,7 +142,7 @@ def main():
         opendp = _opendp_sampler(law)
         for scale in SCALES + (WIDE_SCALES if law == "gaussian" else ()):
             fill(state, scale, out[:10])                      # compile / load the cache
-            exact._fill_gaussian(state, scale, out[:10], 1)
+            exact._fill_gaussian(state, scale, out[:10], False)
             n_old = ONE_WORD_DRAWS.get(scale, DRAWS)
             rates = {"exact": [], "wall": [], "opendp": [], "numpy": [], "old": []}
             for _ in range(REPEATS):
@@ -150,7 +151,7 @@ def main():
                 rates["wall"].append(wall)
                 if law == "gaussian":
                     rates["old"].append(_rate(lambda: exact._fill_gaussian(
-                        state, scale, out[:n_old], 1), n_old)[0])
+                        state, scale, out[:n_old], False), n_old)[0])
                 rates["opendp"].append(_rate(lambda: opendp(scale, OPENDP_DRAWS),
                                              OPENDP_DRAWS)[0])
                 rates["numpy"].append(_rate(lambda: float_draw(0.0, scale, DRAWS), DRAWS)[0])
