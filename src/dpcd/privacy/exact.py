@@ -27,8 +27,10 @@ with a proven error bound ``E``:
 Both paths decide the same real predicate, so every output is exact. The
 error bounds (derived in the comments at each check) assume the platform's
 ``exp``, ``log`` and ``log1p`` have a relative error below ``2⁻⁴⁸`` (glibc
-documents at most 1 to 2 ulps, i.e. below ``2⁻⁵¹``); every other float
-operation is an IEEE 754 operation rounded to nearest. Each bound is
+documents at most 1 to 2 ulps, i.e. below ``2⁻⁵¹``), except the block
+proposal's acceptance, whose exponential is :func:`_exp_neg`, a polynomial
+with its own proven bound of ``2⁻⁴⁵`` (tested against :mod:`decimal`); every
+other float operation is an IEEE 754 operation rounded to nearest. Each bound is
 applied with a safety factor of at least 2.
 
 The samplers
