@@ -18,9 +18,11 @@ cost of DP-SGD and the SIMD loops of DP-CD are not dominated by calls.
 
 Notes
 -----
-numba's cache does not track helpers defined in other files: after editing this
-module, clear the ``__pycache__`` directories (or ``NUMBA_CACHE_DIR``) of the
-solvers.
+numba's cache does not track helpers defined in other files. Where
+``NUMBA_CACHE_DIR`` is set (the workflow, the Makefile), ``dpcd`` names its
+subdirectory for the package's sources, so an edit here starts a fresh cache;
+without it (numba's ``__pycache__`` beside the sources), clear the solvers'
+``__pycache__`` directories after editing this module.
 """
 import numpy as np
 from llvmlite import ir
