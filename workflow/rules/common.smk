@@ -105,6 +105,11 @@ def solve_params(w):
     return _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
 
 
+def calibration_input(w):
+    """The calibrate job whose calibrations a solve job reads (private solvers)."""
+    return optional(PLAN.calibration_path(w.experiment, w.solver))
+
+
 def selection_input(w):
     return optional(PLAN.selection_input(w.experiment, _stage(w)))
 

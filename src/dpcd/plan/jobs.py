@@ -145,6 +145,24 @@ class Plan(Costs, FreshStage):
         spec.update(self.owner(experiment, stage).spec(solver, stage))
         return spec
 
+    def calibration_path(self, experiment, solver):
+        """The calibrate job's output that the solve jobs of solver entry
+        ``solver`` read, or None: a non-private solver (by its facts), or a
+        search whose jobs calibrate their own budgets (:attr:`.search.Search.calibrated`)."""
+        facts = (self.solver_facts or {}).get(solver_entry(self.experiment(experiment), solver)[0])
+        if not self.searches[experiment].calibrated or (facts and not facts["private"]):
+            return None
+        return f"results/calibrated/{experiment}/{solver}.json"
+
+    def calibrate_spec(self, experiment, solver):
+        """What the calibrate job of one solver entry reads: the keys of its
+        solve specs that its events depend on. They are in every stage's spec,
+        so a rerun of the calibrate job (which its solve jobs then follow)
+        comes only with a change that reruns them anyway."""
+        spec = self.solve_spec(experiment, solver, self.stages(experiment)[0])
+        keys = ("experiment", "solver", "adapter", "problem", "privacy", "grid", "passes")
+        return {key: spec[key] for key in keys if key in spec}
+
     def selects(self, experiment):
         """The stages a select job follows (its output: the selection file)."""
         return self.searches[experiment].selects()
