@@ -18,14 +18,21 @@ def _entries(results):
     return {path.name for path in (results / "calibration").glob("*/*.json")}
 
 
+def _records(results, dataset):
+    """The calibrate jobs' records of one dataset: output name -> record."""
+    return {path.name: json.loads(path.read_text())
+            for path in (results / "calibrated" / dataset).rglob("*.json")}
+
+
 def test_solve_jobs_read_every_calibration_the_stage_made(finished_workdir):
     results = finished_workdir / "results"
-    made = {(p.parent.name, p.stem) for p in (results / "calibrated").glob("*/*.json")}
-    assert made == PRIVATE  # none for the non-private cd
-    for experiment, solver in PRIVATE:
-        record = json.loads((results / "calibrated" / experiment / f"{solver}.json").read_text())
+    records = {**_records(results, "lasso_a"), **_records(results, "lasso_b")}
+    # one per private entry (none for the non-private cd)
+    assert sorted(r["spec"]["solver"] for r in records.values()) == ["dp_cd", "dp_cd", "dp_sgd"]
+    for record in records.values():
         assert record["noise"] and all(0 < row["epsilon_achieved"] <= row["epsilon"] == 5.0
                                        for row in record["noise"])
+    for experiment, solver in PRIVATE:
         timings = list((results / "runs" / experiment / solver).glob("chunk*.timing.json"))
         assert timings
         for path in timings:  # asked for calibrations, computed none
@@ -64,10 +71,11 @@ def test_a_new_epsilon_calibrates_only_its_events(finished_workdir, tmp_path):
     jobs = planned_jobs(workdir)
     assert jobs["calibrate"] == 1 and jobs["solve"] == 1  # exp_b's dp_cd only
     results = workdir / "results"
-    before = _entries(results)
-    old = json.loads((results / "calibrated" / "exp_b" / "dp_cd.json").read_text())
-    snakemake(workdir, "results/calibrated/exp_b/dp_cd.json")
-    new = json.loads((results / "calibrated" / "exp_b" / "dp_cd.json").read_text())
+    before, (old,) = _entries(results), _records(results, "lasso_b").values()
+    snakemake(workdir, "--until", "calibrate")
+    records = _records(results, "lasso_b")
+    assert len(records) == 2  # the old file stays, read by nothing
+    (new,) = [record for record in records.values() if record != old]
     added = _entries(results) - before
     # the new epsilon's calibrations computed, each stored once; the old read
     assert added and new["calibrations"]["computed"] == len(added)

@@ -71,12 +71,12 @@ def honest(finished_workdir, tmp_path_factory):
 
 def test_only_the_new_jobs_run(honest):
     workdir, jobs, finished = honest
-    # the new lambda experiment's reference, calibration, solve and aggregation; one fresh
+    # the new lambda experiment's reference, solve and aggregation; one fresh
     # solve job per experiment (exp_a's 3 solvers in one: its 2 chunks merge,
     # its re-runs being under a second of work); one fresh job and one
     # fresh_report job for all. No search solve job or aggregation of
     # exp_a / exp_b: their runs are not ingested again.
-    assert jobs == {"all": 1, "reference": 1, "calibrate": 1, "solve": 1, "aggregate": 1,
+    assert jobs == {"all": 1, "reference": 1, "solve": 1, "aggregate": 1,
                     "aggregate_report": 1, "fresh_solve": 3,
                     "fresh": 1, "fresh_report": 1, "lambda_table": 1, "summary": 1}
     for name in ("exp_a", "exp_b"):

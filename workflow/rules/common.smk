@@ -61,6 +61,7 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
+    calibration="[0-9a-f]{16}",
     stage=plan.stage_wildcard(),  # a search mode's stage folders
     after=plan.after_wildcard(),
 

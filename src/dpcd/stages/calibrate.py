@@ -1,13 +1,15 @@
 """``dpcd calibrate``: the rule of ``calibrate.smk``.
 
-One job per private solver entry of an experiment calibrates the noise of
-every configuration of its grid, as its runs will ask for it (the algorithm
-spec's ``calibrate``, which gives a run's noise multipliers bit for bit), into
-the shared calibration cache (:mod:`dpcd.privacy.cache`). Its solve jobs then
-read every calibration from the cache: they neither search nor import
-dp_accounting. A distinct event is computed once, whichever job or config asks
-first; a calibration a job did not foresee is computed by the solve job that
-needs it, as without this stage.
+A job calibrates the noise of every configuration of a private solver
+entry's grid (the entries of one dataset that calibrate alike: the planner's
+``calibration_path``), as its runs will ask for it (the algorithm spec's
+``calibrate``, which gives a run's noise multipliers bit for bit, on a probe
+of the training shape), into the shared calibration cache
+(:mod:`dpcd.privacy.cache`). The entries' solve jobs then read every
+calibration from the cache: they neither search nor import dp_accounting.
+A distinct event is computed once, whichever job or config asks first; a
+calibration a job did not foresee is computed by the solve job that needs
+it, as without this stage.
 """
 
 import json
@@ -21,9 +23,9 @@ log = logging.getLogger("dpcd")
 
 
 def cmd_calibrate(args):
-    """Calibrate every configuration of one solver entry's grid at every
-    epsilon of its experiment; write each distinct noise (its multiplier,
-    the epsilon achieved, steps and sampling), what the job computed and its CPU."""
+    """Calibrate every configuration of a solver entry's grid at every
+    epsilon; write each distinct noise (its multiplier, the epsilon achieved,
+    steps and sampling), what the job computed and its CPU."""
     from dpcd import algorithms
     from dpcd.algorithms.problem import Probe
     from dpcd.privacy import cache
@@ -33,16 +35,16 @@ def cmd_calibrate(args):
 
     start = time.perf_counter()
     spec = json.loads(args.spec)
-    name = spec.get("adapter", spec["solver"])
+    name = spec["solver"]
     algorithm = algorithms.get(name)
     noise = []
     if algorithm.private and algorithm.privacy.calibrate is not None:
-        constants, privacy, problem = read_json(args.smoothness), spec["privacy"], spec["problem"]
+        constants, privacy, problem = read_json(args.smoothness), spec["privacy"], spec["penalty"]
         mode = privacy.get("noise", "fast")
         if mode == "secure":
             algorithms.check_secure(name, "privacy.noise: 'secure'")
         # the shape the solve jobs' calibrations read; no constant (Probe)
-        penalty = make_problem(problem["loss"], problem["penalty"], problem.get("alpha") or 0.0,
+        penalty = make_problem(problem["loss"], problem["penalty"], 0.0,
                                problem.get("l1_ratio", 0.5))[1]
         probe = Probe(constants["n_samples"], constants["n_features"], penalty)
         delta = delta_or_default(privacy.get("delta"), probe.n_samples)
@@ -62,11 +64,10 @@ def cmd_calibrate(args):
                 noise.append(row)
     stats = {key: cache.STATS[key] for key in ("calls", "computed", "cpu_seconds")}
     log.info("%s: %d distinct noises, %d calibrations computed (of %d asked) in %.1f s",
-             spec["solver"], len(noise), stats["computed"], stats["calls"],
+             name, len(noise), stats["computed"], stats["calls"],
              time.perf_counter() - start)
     # the job's CPU, its start-up included (the benchmark's is sampled)
-    write_json(args.out, {"experiment": spec["experiment"], "solver": spec["solver"],
-                          "noise": noise, "calibrations": stats,
+    write_json(args.out, {"spec": spec, "noise": noise, "calibrations": stats,
                           "cpu_seconds": time.process_time()})
 
 
@@ -75,7 +76,7 @@ def register(subparsers):
     p = add_command(subparsers, "calibrate", cmd_calibrate,
                     "calibrate the noise of every configuration of one solver's grid")
     p.add_argument("--spec", required=True,
-                   help="JSON: experiment, solver, problem, privacy, grid, passes")
+                   help="JSON: solver, grid, passes, privacy, penalty")
     p.add_argument("--smoothness", required=True,
                    help="the smoothness stage's JSON (its n_samples and n_features)")
     p.add_argument("--out", required=True)
