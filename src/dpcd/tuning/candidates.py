@@ -143,21 +143,27 @@ def candidate_spec(ledger, n_samples):
         spec = ("wor_gaussian", n_samples, int(round(m.sampling_rate * n_samples)), m.count)
     else:
         raise ValueError(f"{ledger.algorithm}: unknown event {line.dp_event}")
-    z = m.noise_multiplier / accounting.sensitivity_unit(spec, ledger.neighbouring)
-    if m.kind == "discrete_gaussian" and repr(accounting.make_event(spec, z)) != line.dp_event:
-        # a lattice release states its multiplier as scale over charged
-        # sensitivity, a few ulps from the accounted one: the one accounted
-        near = [z]
-        for toward in (-math.inf, math.inf):
-            x = z
-            for _ in range(8):
-                x = math.nextafter(x, toward)
-                near.append(x)
-        z = next((x for x in near if repr(accounting.make_event(spec, x)) == line.dp_event), z)
+    z = _accounted_z(m, spec, line,
+                     m.noise_multiplier / accounting.sensitivity_unit(spec, ledger.neighbouring))
     if repr(accounting.make_event(spec, z)) != line.dp_event:
         raise ValueError(f"{ledger.algorithm}: derived event {spec} at z={z} is not the "
                          f"accounted one, {line.dp_event}")
     return spec, z
+
+
+def _accounted_z(m, spec, line, z):
+    """The multiplier the budget line accounted. A lattice release states its
+    multiplier as scale over charged sensitivity, a few ulps from the
+    accounted one: the accounted one is taken when it is that near."""
+    if m.kind != "discrete_gaussian" or repr(accounting.make_event(spec, z)) == line.dp_event:
+        return z
+    near = []
+    for toward in (-math.inf, math.inf):
+        x = z
+        for _ in range(8):
+            x = math.nextafter(x, toward)
+            near.append(x)
+    return next((x for x in near if repr(accounting.make_event(spec, x)) == line.dp_event), z)
 
 
 def _smoothness_spec(ledger, n_samples):
@@ -214,7 +220,8 @@ def _smoothness_spec(ledger, n_samples):
         raise ValueError(f"{ledger.algorithm}: its steps are {m.kind} accounted by "
                          f"{line.accountant}; a candidate needs a Gaussian event under RDP "
                          "carrying the whole delta")
-    z, gauss = float(m.noise_multiplier), ("gaussian", m.count)
+    gauss = ("gaussian", m.count)
+    z = _accounted_z(m, gauss, line, float(m.noise_multiplier))
     if repr(accounting.make_event(gauss, z)) != line.dp_event:
         raise ValueError(f"{ledger.algorithm}: steps' event {line.dp_event} is not {gauss} "
                          f"at z={z}")
