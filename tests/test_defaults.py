@@ -325,8 +325,9 @@ def test_label_count_release_has_the_laplace_law():
     """Fast mode, a fixed generator: 2 000 releases' noise times epsilon
     against the standard Laplace law by Kolmogorov-Smirnov at level 1e-3 (a
     correct release fails for 0.1 % of seeds); secure mode: an integer count
-    (the exact discrete Laplace of dpcd.privacy.secure), a discrete-Laplace
-    ledger line."""
+    (the exact discrete Laplace of dpcd.privacy.secure), on the grid 1/m,
+    at a scale whose Renyi divergences are the continuous Laplace's at most,
+    a discrete-Laplace ledger line."""
     from dpcd.privacy import labels
 
     y = np.array([1.0] * 30 + [-1.0] * 20)
@@ -335,11 +336,15 @@ def test_label_count_release_has_the_laplace_law():
     noise = np.array([labels.release_positive_count(y, epsilon, "fast", rng)[0] - 30
                       for _ in range(2000)])
     assert stats.kstest(noise * epsilon, stats.laplace.cdf).pvalue > 1e-3
+    from dpcd.privacy import secure
+
+    m = secure.RESOLUTION
     count, ledger = labels.release_positive_count(y, epsilon, "secure")
-    assert count == int(count)
+    assert count * m == round(count * m)
     (mech,), (line,) = ledger.mechanisms, ledger.budget
     assert (mech.kind, ledger.noise, line.accountant) == ("discrete_laplace", "secure", "pure")
-    assert mech.noise_scale == 1 / epsilon and line.epsilon_achieved == epsilon
+    assert mech.noise_scale == secure.laplace_scale(1 / epsilon, m) / m >= 1 / epsilon
+    assert line.epsilon_achieved == epsilon and mech.noise_multiplier == 1 / epsilon
 
 
 @pytest.mark.parametrize("random_state", [0, None])
@@ -393,3 +398,12 @@ def test_private_search_accounts_a_candidate_that_counts_its_labels():
         search = PrivateSearch(template, {"passes": [1, 2]}, epsilon=1.0, k_mean=2,
                                random_state=0).fit(X, y)
     assert search.privacy_ledger_.epsilon_achieved <= 1.0 + 1e-9
+    # the default (no random_state) search is secure: its candidates' secure
+    # label count is accounted as the same Laplace event
+    secure_ledger = calibrated_ledger(template, 2000, 5, 0.5, 1e-6, noise="secure")
+    assert candidate_spec(secure_ledger, 2000)[0][:4] == spec[:4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = PrivateSearch(template, {"passes": [1, 2]}, epsilon=1.0, k_mean=2).fit(X, y)
+    assert default.privacy_ledger_.noise == "secure"
+    assert default.privacy_ledger_.epsilon_achieved <= 1.0 + 1e-9

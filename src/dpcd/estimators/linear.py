@@ -373,7 +373,10 @@ _PARAMETERS_DOC = """
         noise rule until the calibrated noise moves a standardised
         prediction by at most 0.1 (regression) or 0.5 (a margin), so that
         at small n·ε the fit stays near the intercept
-        (:mod:`dpcd.algorithms.defaults`, docs/defaults.md).
+        (:mod:`dpcd.algorithms.defaults`, docs/defaults.md).  A classifier
+        whose run can carry no signal (primal_dp_scd) then spends 5 % of ε
+        on a count of its positive labels (a ``labels`` ledger line) and
+        takes its intercept from it: it predicts the majority class.
     penalty : {"l1", "l2", "elastic_net", "none"}, default={penalty!r}
         ``alpha ||w||_1``, ``(alpha / 2) ||w||^2``, scikit-learn's elastic net
         or none.

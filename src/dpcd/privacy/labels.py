@@ -10,10 +10,15 @@ in ``{-1, +1}``:
   is public under replace-one (the relation these fallbacks run under);
 * fast mode: ``c + Lap(1/ε)`` from a seeded generator, ε-DP (the Laplace
   mechanism, an idealised floating-point sampler);
-* secure mode: ``c + k`` with ``k`` an exact discrete Laplace of scale
-  ``t = 1/ε`` (pmf ∝ ``exp(-|k|/t)``, :func:`dpcd.privacy.secure.discrete_laplace`):
-  for counts one apart the probabilities of any output differ by at most
-  ``exp(1/t) = exp(ε)``, so it is ε-DP exactly, with no rounding.
+* secure mode: ``(m c + k)/m`` with ``m`` = :data:`dpcd.privacy.secure.RESOLUTION`
+  and ``k`` an exact discrete Laplace of scale ``t`` =
+  :func:`dpcd.privacy.secure.laplace_scale` ``(1/ε, m)`` steps (pmf ∝
+  ``exp(-|k|/t)``, :func:`dpcd.privacy.secure.discrete_laplace`). ``m c``
+  is an integer (no rounding) and moves by at most ``m`` steps between
+  neighbours, so the release is ``m/t``-DP with ``t ≥ m/ε``: ε-DP exactly.
+  At that scale its Rényi divergences are also at most the continuous
+  ``Laplace(1/ε)``'s, so a private search may compose it as that event
+  (on the integers themselves, ``m = 1``, no scale within 1 % does so).
 
 The intercept is the logit of the released fraction (:func:`intercept`),
 post-processing.
@@ -58,7 +63,8 @@ def release_positive_count(y, epsilon, noise="fast", rng=None):
     Returns
     -------
     count : float
-        The noisy count (an integer in secure mode); may fall outside [0, n].
+        The noisy count (on the grid ``1/RESOLUTION`` in secure mode); may
+        fall outside [0, n].
     ledger : Ledger
         One pure-DP line, group ``"labels"``.
     """
@@ -68,7 +74,9 @@ def release_positive_count(y, epsilon, noise="fast", rng=None):
     if noise == "secure":
         from dpcd.privacy import secure
 
-        noisy = float(positive_count(y) + int(secure.discrete_laplace(scale, 1)[0]))
+        steps = secure.RESOLUTION
+        k = int(secure.discrete_laplace(secure.laplace_scale(scale, steps), 1)[0])
+        noisy = (positive_count(y) * steps + k) / steps
     elif noise == "fast":
         if not isinstance(rng, np.random.Generator):
             raise ValueError("rng must be a numpy.random.Generator in fast mode")
@@ -82,9 +90,14 @@ def count_ledger(n, epsilon, noise="fast"):
     """Ledger of :func:`release_positive_count`, without touching data."""
     n, epsilon = check_n(n), check_epsilon(epsilon)
     z = 1.0 / epsilon  # scale over the sensitivity, 1
+    scale = z
+    if noise == "secure":  # in counts: the discrete scale over the grid's steps
+        from dpcd.privacy import secure
+
+        scale = secure.laplace_scale(z, secure.RESOLUTION) / secure.RESOLUTION
     mech = Mechanism(
         name="positive_label_count", kind="discrete_laplace" if noise == "secure" else "laplace",
-        sensitivity=1.0, sensitivity_norm="l1", noise_multiplier=z, noise_scale=z, count=1,
+        sensitivity=1.0, sensitivity_norm="l1", noise_multiplier=z, noise_scale=scale, count=1,
         relation=RELATION, group="labels",
         note=f"count of positive labels among n={n} (replace-one: sensitivity 1), for the "
              "intercept of a classifier whose default falls back to the zero model")

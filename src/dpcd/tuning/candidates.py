@@ -114,12 +114,15 @@ def candidate_spec(ledger, n_samples):
     if any(b.group == LATTICE_GROUP for b in ledger.budget):
         # the rounded continuous run's event: the line the slack line follows
         lattice_slack(ledger)
+        # (after a label count, whose law the slack leaves as it is)
         rest = [b for b in ledger.budget if b.group != LATTICE_GROUP]
-        if len(rest) != 1 or len(ledger.mechanisms) != 1 \
-                or ledger.mechanisms[0].kind != "discrete_gaussian":
+        steps = [b for b in rest if b.group != "labels"]
+        trained = [m for m in ledger.mechanisms if m.group != "labels"]
+        if len(steps) != 1 or len(trained) != 1 or trained[0].kind != "discrete_gaussian" \
+                or len(rest) - len(steps) != len(ledger.mechanisms) - len(trained):
             raise ValueError(f"{ledger.algorithm}: a lattice candidate needs one discrete "
                              "Gaussian release and its continuous event")
-        ledger = dataclasses.replace(ledger, budget=rest, delta=rest[0].delta)
+        ledger = dataclasses.replace(ledger, budget=rest, delta=steps[0].delta)
     if any(m.group in ("smoothness", "bounds", "labels") for m in ledger.mechanisms):
         return _smoothness_spec(ledger, n_samples)
     if tuple(m.kind for m in ledger.mechanisms) in _GCD_KINDS:
@@ -172,8 +175,8 @@ def _smoothness_spec(ledger, n_samples):
     Laplace line of p smoothness means (multiplier p/ε_s each), then one
     Gaussian event under RDP; every line checked against the rebuilt event.
     A classifier whose default falls back (primal DP-SCD) has the same form:
-    one pure Laplace count of its labels (``"labels"``, multiplier 1/ε_l,
-    fast mode), then its Gaussian steps."""
+    one pure Laplace count of its labels (``"labels"``, multiplier 1/ε_l),
+    then its Gaussian steps."""
     if ledger.neighbouring != "replace_one":
         raise ValueError(f"{ledger.algorithm}: its smoothness release is accounted under "
                          f"replace_one, not {ledger.neighbouring}")
@@ -189,13 +192,13 @@ def _smoothness_spec(ledger, n_samples):
                          "and one training event, got mechanisms "
                          f"{[m.name for m in ledger.mechanisms]}")
     (smooth, s_line), = laplace
-    kinds = ("laplace",) if smooth.group == "labels" else ("laplace", "discrete_laplace")
-    if smooth.kind not in kinds or s_line.accountant != "pure":
+    if smooth.kind not in ("laplace", "discrete_laplace") or s_line.accountant != "pure":
         raise ValueError(f"{ledger.algorithm}: its {smooth.kind} smoothness release "
                          "has no RDP event here; a candidate needs Laplace noise")
     z_s, count = float(smooth.noise_multiplier), int(smooth.count)
     if smooth.kind == "discrete_laplace":  # dominated by Laplace(z_s) at its scale only
-        steps = secure.RESOLUTION + 1
+        # the means are rounded (charged m + 1 steps), the label count is not (m)
+        steps = secure.RESOLUTION + (smooth.group != "labels")
         least = secure.laplace_scale(z_s, steps) / steps * np.asarray(smooth.sensitivity)
         if np.any(np.asarray(smooth.noise_scale) < least * (1 - 1e-12)):
             raise ValueError(f"{ledger.algorithm}: its discrete Laplace smoothness noise "
