@@ -294,3 +294,116 @@ def test_seq_noise_rule_bounds_its_prediction_noise():
     stds = [np.std(_fit(X, noise, solver="seq_dp_scd", epsilon=1.0,
                         random_state=seed).predict(X_test)) for seed in range(3)]
     assert np.median(stds) < 0.15, stds
+
+
+# ------------------------------------------------------------ the majority fallback
+def _unbalanced(n=2000, p=5, positive=0.7, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, p)), (rng.random(n) < positive).astype(int)
+
+
+def test_label_count_moves_by_at_most_its_sensitivity_on_neighbours():
+    """The released statistic, the count of positive labels, on every
+    replace-one neighbour of random label vectors (each record's label
+    replaced by either label): it moves by at most 1, the sensitivity the
+    ledger states, and by exactly 1 for some neighbour."""
+    from dpcd.privacy import labels
+
+    rng = np.random.default_rng(0)
+    for n in (2, 7, 30):
+        y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+        moves = []
+        for i in range(n):
+            for label in (-1.0, 1.0):
+                neighbour = y.copy()
+                neighbour[i] = label
+                moves.append(labels.count_sensitivity(y, neighbour))
+        assert max(moves) == 1 == labels.count_ledger(n, 0.1).mechanisms[0].sensitivity
+
+
+def test_label_count_release_has_the_laplace_law():
+    """Fast mode, a fixed generator: 2 000 releases' noise times epsilon
+    against the standard Laplace law by Kolmogorov-Smirnov at level 1e-3 (a
+    correct release fails for 0.1 % of seeds); secure mode: an integer count
+    (the exact discrete Laplace of dpcd.privacy.secure), on the grid 1/m,
+    at a scale whose Renyi divergences are the continuous Laplace's at most,
+    a discrete-Laplace ledger line."""
+    from dpcd.privacy import labels
+
+    y = np.array([1.0] * 30 + [-1.0] * 20)
+    rng = np.random.default_rng(1)
+    epsilon = 0.5
+    noise = np.array([labels.release_positive_count(y, epsilon, "fast", rng)[0] - 30
+                      for _ in range(2000)])
+    assert stats.kstest(noise * epsilon, stats.laplace.cdf).pvalue > 1e-3
+    from dpcd.privacy import secure
+
+    m = secure.RESOLUTION
+    count, ledger = labels.release_positive_count(y, epsilon, "secure")
+    assert count * m == round(count * m)
+    (mech,), (line,) = ledger.mechanisms, ledger.budget
+    assert (mech.kind, ledger.noise, line.accountant) == ("discrete_laplace", "secure", "pure")
+    assert mech.noise_scale == secure.laplace_scale(1 / epsilon, m) / m >= 1 / epsilon
+    assert line.epsilon_achieved == epsilon and mech.noise_multiplier == 1 / epsilon
+
+
+@pytest.mark.parametrize("random_state", [0, None])
+def test_primal_classifier_default_predicts_the_released_majority(random_state):
+    """Primal DP-SCD's default falls back (its reach is below 1): the
+    classifier spends LABEL_SHARE of epsilon on the count of its labels and
+    predicts the majority class (70 % of 2 000 labels: the count's noise,
+    Laplace of scale 20, would have to exceed 400 to flip it, probability
+    e^-20). The ledger's lines add up to epsilon; a given clip makes no
+    label release (its fit is the run's alone, as before)."""
+    from dpcd.algorithms.defaults import LABEL_SHARE
+    from dpcd.estimators import DPCoordinateDescentClassifier
+
+    X, y = _unbalanced()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DefaultsWarning)
+        model = DPCoordinateDescentClassifier(solver="primal_dp_scd",
+                                              random_state=random_state).fit(X, y)
+    assert np.all(model.predict(X) == 1)
+    ledger = model.privacy_ledger_
+    assert ledger.noise == ("fast" if random_state == 0 else "secure")
+    groups = [line.group for line in ledger.budget]
+    assert groups[:2] == ["labels", "optimisation"]
+    assert ledger.budget[0].epsilon_achieved == pytest.approx(LABEL_SHARE)
+    assert sum(line.epsilon_target for line in ledger.budget) == pytest.approx(1.0)
+    assert ledger.epsilon_achieved <= 1.0 + 1e-9
+    if random_state == 0:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DefaultsWarning)
+            given = DPCoordinateDescentClassifier(solver="primal_dp_scd", clip=0.01,
+                                                  random_state=0).fit(X, y)
+        assert [line.group for line in given.privacy_ledger_.budget] == ["optimisation"]
+
+
+def test_private_search_accounts_a_candidate_that_counts_its_labels():
+    """A primal classifier candidate left at clip="auto" is accounted with
+    its label count: the calibrated ledger has the labels line, read as the
+    Laplace release of the smoothness_gaussian event, and a search over it
+    trains candidates that meet that accounting (check_trained)."""
+    from dpcd.estimators import DPCoordinateDescentClassifier, PrivateSearch
+    from dpcd.tuning.candidates import calibrated_ledger, candidate_spec
+
+    X, y = _unbalanced()
+    template = DPCoordinateDescentClassifier(solver="primal_dp_scd")
+    ledger = calibrated_ledger(template, 2000, 5, 0.5, 1e-6)
+    assert [m.group for m in ledger.mechanisms][0] == "labels"
+    spec, _ = candidate_spec(ledger, 2000)
+    assert spec[:4] == ("smoothness_gaussian", pytest.approx(1 / (0.05 * 0.5)), 1, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = PrivateSearch(template, {"passes": [1, 2]}, epsilon=1.0, k_mean=2,
+                               random_state=0).fit(X, y)
+    assert search.privacy_ledger_.epsilon_achieved <= 1.0 + 1e-9
+    # the default (no random_state) search is secure: its candidates' secure
+    # label count is accounted as the same Laplace event
+    secure_ledger = calibrated_ledger(template, 2000, 5, 0.5, 1e-6, noise="secure")
+    assert candidate_spec(secure_ledger, 2000)[0][:4] == spec[:4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = PrivateSearch(template, {"passes": [1, 2]}, epsilon=1.0, k_mean=2).fit(X, y)
+    assert default.privacy_ledger_.noise == "secure"
+    assert default.privacy_ledger_.epsilon_achieved <= 1.0 + 1e-9

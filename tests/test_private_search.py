@@ -176,7 +176,8 @@ def test_clone_and_params():
 
 @pytest.mark.parametrize("solver,neighbouring,expected", [
     ("dp_cd", "replace_one", ("gaussian", 5 * 5)),
-    ("primal_dp_scd", "replace_one", ("gaussian", 13)),  # ceil(5 * 5 / 2)
+    # ceil(5 * 5 / 2) steps; clip="auto" falls back: a label count at 0.05 epsilon first
+    ("primal_dp_scd", "replace_one", ("smoothness_gaussian", 20.0, 1, 0.0, 13)),
     ("dp_sgd", "add_or_remove_one", ("poisson_gaussian", 2 / 300, 750)),
     ("dp_sgd", "replace_one", ("gaussian", 750)),  # unsampled, sensitivity 2C
     ("dp_scd", "replace_special", ("poisson_gaussian", 2 / 300, 750)),

@@ -563,6 +563,31 @@ def test_dp_cd_p_released_epsilon_is_dp_accounting_repeat_and_select(epsilon, di
         assert got == [(m.name, m.noise_multiplier) for m in (smooth, steps)]
 
 
+def test_secure_dp_cd_p_candidate_is_its_accounted_event():
+    """In the secure mode a dp_cd_p candidate states its steps' multiplier as
+    scale over charged sensitivity, a few ulps from the accounted one: the
+    search reads the accounted event (it refused every secure dp_cd_p
+    candidate before), releases within the target and says ``secure``."""
+    problem = _problem()
+    spec = _spec("dp_cd_p", DP_CD_P_GRID, {"epsilon": 1.0, "delta": 1e-4, "noise": "secure"},
+                 passes=(1,))
+    _, records = run_private_chunk(spec, 0, problem, f_star=1.0)
+    (released,) = _released(records)
+    ledger = released.ledgers[0]
+    assert ledger.noise == "secure" and ledger.epsilon_achieved <= 1.0 * (1 + 1e-12)
+    for record, tags in records[:-1]:
+        assert tags["role"] == "candidate"
+        trained = record.ledgers[0]
+        (kind, _, count, _, steps), z = candidate_spec(trained, problem.n_samples)
+        line = next(b for b in trained.budget if b.accountant == "rdp")
+        assert (kind, count, steps) == ("smoothness_gaussian", problem.n_features,
+                                        problem.n_features)
+        assert line.dp_event == repr(ev.SelfComposedDpEvent(ev.GaussianDpEvent(z), steps))
+        steps_m = next(m for m in trained.mechanisms if m.group not in ("smoothness", "bounds"))
+        assert steps_m.kind == "discrete_gaussian"
+        assert z == pytest.approx(steps_m.noise_multiplier, rel=1e-14)
+
+
 def test_dp_cd_p_candidate_smoothness_from_its_own_stream():
     """Each candidate's smoothness estimate is drawn from its own stream (its
     search's seed, index and configuration): the same stream gives the same

@@ -207,6 +207,11 @@ class Preparation:
         prediction of a standardised record, proportional to ``clip``; the
         estimators' ``clip="auto"`` scales the threshold by it
         (:func:`dpcd.algorithms.defaults.resolve_clip`).
+    reach : callable, optional
+        ``reach(problem, config, budget) -> float``: how far the run can move
+        a prediction, over its noise there, whatever ``clip``; below 1 an
+        estimator's default falls back to the zero model
+        (:func:`dpcd.algorithms.defaults.falls_back`).
     """
 
     smoothness: Optional[str] = "coordinate"
@@ -215,6 +220,7 @@ class Preparation:
     prepare: Optional[Callable] = None
     defaults: Optional[Callable] = None
     prediction_noise: Optional[Callable] = None
+    reach: Optional[Callable] = None
 
     def __post_init__(self):
         if self.prepare is None:

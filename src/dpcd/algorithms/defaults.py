@@ -32,6 +32,7 @@ warning (:mod:`dpcd.estimators.warnings`).
 """
 
 import dataclasses
+import math
 
 AUTO = "auto"
 
@@ -44,6 +45,13 @@ TAU = {"squares": 0.1, "logistic": 0.5, "hinge": 0.5}
 
 # DP-SGD: expected batch such that one pass is about this many steps.
 SGD_STEPS_PER_PASS = 20
+
+
+# Share of epsilon that a classifier whose default falls back (falls_back)
+# spends on the count of its positive labels (dpcd.privacy.labels), so that
+# its intercept predicts the majority class; the run gets the rest. At
+# epsilon = 1 the count's noise has a standard deviation of 28 records.
+LABEL_SHARE = 0.05
 
 
 # The nominal values of a spec that derives none (a solver registered from
@@ -103,3 +111,32 @@ def resolve_clip(spec, problem, config, budget, private_smoothness=None, tau=Non
     if noise > tau:
         config["clip"] = config["clip"] * (tau / noise)
     return config, noise
+
+
+def falls_back(spec, problem, config, budget):
+    """Whether the spec's run can carry no signal worth its noise at this
+    budget (its ``preparation.reach`` below 1, from the fast path's
+    calibration: public quantities only). The noise rule then keeps the
+    default at the zero model; a classifier's intercept comes from a private
+    count of its labels (:data:`LABEL_SHARE`)."""
+    reach = spec.preparation.reach
+    if reach is None:
+        return False
+    fast = dataclasses.replace(budget, noise="fast")
+    value = float(reach(problem, config, fast))
+    return math.isfinite(value) and value < 1.0
+
+
+def label_epsilon(spec, problem, config, budget, loss, fit_intercept, clip_auto):
+    """ε a fit spends on a private count of its labels, or 0: a classifier
+    with an intercept and ``clip="auto"`` whose run falls back to the zero
+    model (:func:`falls_back`, at the full budget) releases it with
+    :data:`LABEL_SHARE` of ε (:mod:`dpcd.privacy.labels`, replace-one, n
+    public) so that it predicts the majority class; the run gets the rest.
+    Public quantities only, so a private search accounts it from the same
+    call."""
+    if loss == "squares" or not fit_intercept or not clip_auto \
+            or budget.neighbouring not in ("replace_one", "paper") \
+            or not falls_back(spec, problem, config, budget):
+        return 0.0
+    return LABEL_SHARE * budget.epsilon

@@ -151,6 +151,13 @@ def primal_reach(problem, config, s):
     return math.sqrt(problem.n_features * config["passes"]) * config["clip"] / s
 
 
+def reach(problem, config, budget):
+    """Primal DP-SCD's :func:`primal_reach` at its calibrated noise (fast
+    path's calibration: both noise modes get the same decision)."""
+    s = float(calibrate(problem, config, budget, "primal").noise_scales)
+    return primal_reach(problem, config, s)
+
+
 def run(problem, config, seed, budget, private_smoothness=None, variant="dual"):
     """DP-SCD ``variant`` with its calibration; the solver samples as the budget
     was accounted, or does not run."""
@@ -180,7 +187,8 @@ def _spec(name, variant, description, step_cost_ns=None, losses=LOSSES, **privac
         preparation=Preparation(smoothness=None, prepare=unit_records,
                                 record_norm="columns" if variant == "primal" else "rows",
                                 defaults=partial(nominal, variant=variant),
-                                prediction_noise=partial(prediction_noise, variant=variant)),
+                                prediction_noise=partial(prediction_noise, variant=variant),
+                                reach=reach if variant == "primal" else None),
         runtime=Runtime(family="dp_scd", warm=warmup.dp_scd, step_cost_ns=step_cost_ns or {}))
 
 

@@ -1,6 +1,7 @@
 """The linear estimators: :class:`DPCoordinateDescentRegressor` and
 :class:`DPCoordinateDescentClassifier`, one fit path for every algorithm
 (privacy notes and scales: :mod:`dpcd.estimators`)."""
+import dataclasses
 import functools
 import numbers
 
@@ -17,6 +18,7 @@ from dpcd.algorithms.defaults import is_auto, resolve_clip
 from dpcd.estimators import checks
 from dpcd.algorithms.prepare import Fit, problem_alpha
 from dpcd.leak import warn_nonprivate
+from dpcd.privacy import labels
 from dpcd.privacy.validation import check_choice, check_delta, check_epsilon
 from dpcd.streams import run_entropy
 
@@ -179,20 +181,31 @@ class _BaseDPLinear(BaseEstimator):
             raise ValueError(f"loss='hinge' is not smooth: solver must be one of "
                              f"{smooth_free}, got {spec.name!r}")
         prepared = spec.preparation.prepare(spec, X, y, fit)
+        label_epsilon = defaults.label_epsilon(spec, prepared.problem, prepared.config, budget,
+                                               self._loss, self.fit_intercept,
+                                               is_auto(self.clip))
+        if label_epsilon:  # the run gets the rest
+            budget = dataclasses.replace(budget, epsilon=epsilon - label_epsilon)
         self._apply_noise_rule(spec, prepared, budget, n_samples, epsilon)
         checks.check_feature_scale(prepared, spec, prepared.problem.datafit,
                                    self.fit_intercept)
-        solver_ss, _ = streams()
+        solver_ss, labels_ss = streams()
         seed = [int(s) for s in solver_ss.generate_state(4)]
         result, ledger = spec.run(prepared.problem, prepared.config, seed, budget,
                                   prepared.private_smoothness)
+        w = result.w * prepared.scale
+        if label_epsilon:  # the zero model's intercept: the released majority
+            count, counted = labels.release_positive_count(
+                y, label_epsilon, noise, np.random.default_rng(labels_ss))
+            ledger = privacy.Ledger.combine([counted, ledger], algorithm=ledger.algorithm)
+            w[-1] = labels.intercept(count, n_samples)
         for name, value in prepared.attributes.items():
             setattr(self, name, value)
         self.privacy_ledger_ = ledger
         self.history_ = np.asarray(result.objective)
         self.n_iter_ = config["passes"]
         self.n_updates_ = int(result.n_updates)
-        return result.w * prepared.scale
+        return w
 
     def _apply_noise_rule(self, spec, prepared, budget, n_samples, epsilon):
         """``clip="auto"``: scale the threshold by the noise rule
@@ -360,7 +373,10 @@ _PARAMETERS_DOC = """
         noise rule until the calibrated noise moves a standardised
         prediction by at most 0.1 (regression) or 0.5 (a margin), so that
         at small n·ε the fit stays near the intercept
-        (:mod:`dpcd.algorithms.defaults`, docs/defaults.md).
+        (:mod:`dpcd.algorithms.defaults`, docs/defaults.md).  A classifier
+        whose run can carry no signal (primal_dp_scd) then spends 5 % of ε
+        on a count of its positive labels (a ``labels`` ledger line) and
+        takes its intercept from it: it predicts the majority class.
     penalty : {"l1", "l2", "elastic_net", "none"}, default={penalty!r}
         ``alpha ||w||_1``, ``(alpha / 2) ||w||^2``, scikit-learn's elastic net
         or none.

@@ -72,8 +72,9 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from numba import njit, objmode
+from numba import njit, objmode, types
 from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from dpcd.privacy.keystream import GUARD, fill_u64, next_u64
 
@@ -487,11 +488,27 @@ _POW2 = 2.0 ** -np.arange(128.0)
 _INV_FACT = np.array([1.0 / math.factorial(i) for i in range(13)])
 
 
-@njit(cache=True, inline="always")
-def _times_pow2_bit(p, n, c):
-    """``p·c`` if the integer ``n`` (a float) is odd, else ``p`` (exact for ``c`` a power of 2)."""
-    b = n - 2.0 * np.floor(n * 0.5)
-    return p * (b * c + (1.0 - b))
+@intrinsic
+def _as_float(typingctx, bits):
+    """The float64 whose IEEE 754 bits are the uint64 ``bits`` (a reinterpretation)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.uint64), codegen
+
+
+@intrinsic
+def _as_bits(typingctx, x):
+    """The IEEE 754 bits of the float64 ``x``, as a uint64."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.uint64))
+    return types.uint64(types.float64), codegen
+
+
+_ONE_BITS = np.uint64(1023 << 52)        # 1.0's bits: the exponent field's bias
+# x | _MAGIC read as a float is 2⁵² + x, for integers 0 ≤ x < 2⁵² (a conversion that
+# vectorises, where int64's does not without AVX-512).
+_MAGIC = np.uint64(0x4330000000000000)
+_TWO52 = 2.0 ** 52
 
 
 @njit(cache=True, inline="always")
@@ -522,22 +539,10 @@ def _exp_neg(x):
     p = f[2] + s * p
     p = f[1] + s * p
     p = f[0] + s * p
-    # times 2⁻ⁿ, from n's bits b (floats, exact: a table lookup or an integer
-    # conversion would not vectorise)
-    p = _times_pow2_bit(p, n, 0.5)
-    n = np.floor(n * 0.5)
-    p = _times_pow2_bit(p, n, 2.0 ** -2)
-    n = np.floor(n * 0.5)
-    p = _times_pow2_bit(p, n, 2.0 ** -4)
-    n = np.floor(n * 0.5)
-    p = _times_pow2_bit(p, n, 2.0 ** -8)
-    n = np.floor(n * 0.5)
-    p = _times_pow2_bit(p, n, 2.0 ** -16)
-    n = np.floor(n * 0.5)
-    p = _times_pow2_bit(p, n, 2.0 ** -32)
-    n = np.floor(n * 0.5)
-    p = _times_pow2_bit(p, n, 2.0 ** -64)
-    return p
+    # times 2⁻ⁿ (exact): the float whose exponent field is 1023 − n, 0 ≤ n ≤ 87;
+    # n + 2⁵²'s bits end with n's, so shifted by 52 they are n's exponent field
+    # (bit operations, which vectorise where a table lookup does not)
+    return p * _as_float(_ONE_BITS - (_as_bits(n + _TWO52) << np.uint64(52)))
 
 
 @njit(cache=True)
@@ -760,12 +765,6 @@ def _block_constants(t, inv_sigma):
 
 # Proposals per batch of the block proposal.
 _BLOCK_BATCH = 256
-
-
-# x | _MAGIC read as a float is 2⁵² + x, for integers 0 ≤ x < 2⁵² (a conversion that
-# vectorises, where int64's does not without AVX-512).
-_MAGIC = np.uint64(0x4330000000000000)
-_TWO52 = 2.0 ** 52
 
 
 @njit(cache=True)

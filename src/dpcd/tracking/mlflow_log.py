@@ -28,6 +28,7 @@ the client calls.
 """
 
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -134,8 +135,10 @@ def _artifact_location(name):
     return None
 
 
+@functools.cache
 def git_sha():
-    """Commit of the code that ran, or 'unknown' outside a git checkout."""
+    """Commit of the code that ran, or 'unknown' outside a git checkout (asked
+    once a process: every runs file an aggregate job ingests tags it)."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
@@ -293,10 +296,17 @@ def _dataset_inputs(session, info, dataset, run_ids):
     return {SqlInput: inputs, SqlInputTag: tags}
 
 
+@functools.cache
+def _sql_store(uri, artifact_root):
+    """One MLflow SQL store a process: each one made builds an engine and checks
+    the schema's migrations (a third of an ingestion's time, once per runs file)."""
+    return SqlAlchemyStore(uri, artifact_root)
+
+
 def _insert_runs(uri, artifact_root, info, job, runs, sha, now, result_sha=None,
                  dataset=None):
     """All child runs of a job in one transaction of a SQL store, already FINISHED."""
-    store = SqlAlchemyStore(uri, artifact_root)
+    store = _sql_store(uri, artifact_root)
     rows = {model: [] for model in (SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric)}
     run_ids = []
     for run in runs:
@@ -326,17 +336,18 @@ def _insert_runs(uri, artifact_root, info, job, runs, sha, now, result_sha=None,
                 latest[metric.key] = (order, fields)
         rows[SqlLatestMetric] += [fields for _, fields in latest.values()]
         run_ids.append(run_id)
-    # Artifacts first: a committed run always has its files. One staging
-    # directory for the job (a directory per run cost more than the insert).
+    # Artifacts first: a committed run always has its files. The job's runs'
+    # files staged as the experiment's tree (<run id>/artifacts/<name>) and
+    # logged in one call (one per run cost more than the insert).
     with tempfile.TemporaryDirectory() as staging:
         for run_id, run in zip(run_ids, runs):
-            if not run.get("artifacts"):
-                continue
-            repo = get_artifact_repository(f"{artifact_root.rstrip('/')}/{run_id}/artifacts")
-            for name, text in run["artifacts"].items():
-                local = Path(staging) / name
-                local.write_text(text)
-                repo.log_artifact(str(local))
+            if run.get("artifacts"):
+                folder = Path(staging) / run_id / "artifacts"
+                folder.mkdir(parents=True)
+                for name, text in run["artifacts"].items():
+                    (folder / name).write_text(text)
+        if any(Path(staging).iterdir()):
+            get_artifact_repository(artifact_root).log_artifacts(staging)
     # Core executemany inserts: the ORM's per-object bookkeeping cost more than SQLite.
     with store.ManagedSessionMaker() as session:
         if dataset is not None:

@@ -52,9 +52,10 @@ import numpy as np
 
 from dpcd import algorithms
 from dpcd.algorithms import Budget
-from dpcd.algorithms.defaults import is_auto
+from dpcd.algorithms.defaults import is_auto, label_epsilon
 from dpcd.algorithms.problem import Probe
-from dpcd.privacy import accounting, secure
+from dpcd.privacy import accounting, labels, secure
+from dpcd.privacy.ledger import Ledger
 from dpcd.problems import make_problem
 
 
@@ -113,13 +114,16 @@ def candidate_spec(ledger, n_samples):
     if any(b.group == LATTICE_GROUP for b in ledger.budget):
         # the rounded continuous run's event: the line the slack line follows
         lattice_slack(ledger)
+        # (after a label count, whose law the slack leaves as it is)
         rest = [b for b in ledger.budget if b.group != LATTICE_GROUP]
-        if len(rest) != 1 or len(ledger.mechanisms) != 1 \
-                or ledger.mechanisms[0].kind != "discrete_gaussian":
+        steps = [b for b in rest if b.group != "labels"]
+        trained = [m for m in ledger.mechanisms if m.group != "labels"]
+        if len(steps) != 1 or len(trained) != 1 or trained[0].kind != "discrete_gaussian" \
+                or len(rest) - len(steps) != len(ledger.mechanisms) - len(trained):
             raise ValueError(f"{ledger.algorithm}: a lattice candidate needs one discrete "
                              "Gaussian release and its continuous event")
-        ledger = dataclasses.replace(ledger, budget=rest, delta=rest[0].delta)
-    if any(m.group in ("smoothness", "bounds") for m in ledger.mechanisms):
+        ledger = dataclasses.replace(ledger, budget=rest, delta=steps[0].delta)
+    if any(m.group in ("smoothness", "bounds", "labels") for m in ledger.mechanisms):
         return _smoothness_spec(ledger, n_samples)
     if tuple(m.kind for m in ledger.mechanisms) in _GCD_KINDS:
         return _pure_pair_spec(ledger)
@@ -142,47 +146,59 @@ def candidate_spec(ledger, n_samples):
         spec = ("wor_gaussian", n_samples, int(round(m.sampling_rate * n_samples)), m.count)
     else:
         raise ValueError(f"{ledger.algorithm}: unknown event {line.dp_event}")
-    z = m.noise_multiplier / accounting.sensitivity_unit(spec, ledger.neighbouring)
-    if m.kind == "discrete_gaussian" and repr(accounting.make_event(spec, z)) != line.dp_event:
-        # a lattice release states its multiplier as scale over charged
-        # sensitivity, a few ulps from the accounted one: the one accounted
-        near = [z]
-        for toward in (-math.inf, math.inf):
-            x = z
-            for _ in range(8):
-                x = math.nextafter(x, toward)
-                near.append(x)
-        z = next((x for x in near if repr(accounting.make_event(spec, x)) == line.dp_event), z)
+    z = _accounted_z(m, spec, line,
+                     m.noise_multiplier / accounting.sensitivity_unit(spec, ledger.neighbouring))
     if repr(accounting.make_event(spec, z)) != line.dp_event:
         raise ValueError(f"{ledger.algorithm}: derived event {spec} at z={z} is not the "
                          f"accounted one, {line.dp_event}")
     return spec, z
 
 
+def _accounted_z(m, spec, line, z):
+    """The multiplier the budget line accounted. A lattice release states its
+    multiplier as scale over charged sensitivity, a few ulps from the
+    accounted one: the accounted one is taken when it is that near."""
+    if m.kind != "discrete_gaussian" or repr(accounting.make_event(spec, z)) == line.dp_event:
+        return z
+    near = []
+    for toward in (-math.inf, math.inf):
+        x = z
+        for _ in range(8):
+            x = math.nextafter(x, toward)
+            near.append(x)
+    return next((x for x in near if repr(accounting.make_event(spec, x)) == line.dp_event), z)
+
+
 def _smoothness_spec(ledger, n_samples):
     """DP-CD-P's release (``("smoothness_gaussian", z_s, p, eps_b, T)``, z the
     steps'), when its ledger is: an optional pure feature-bound line, one pure
     Laplace line of p smoothness means (multiplier p/ε_s each), then one
-    Gaussian event under RDP; every line checked against the rebuilt event."""
+    Gaussian event under RDP; every line checked against the rebuilt event.
+    A classifier whose default falls back (primal DP-SCD) has the same form:
+    one pure Laplace count of its labels (``"labels"``, multiplier 1/ε_l),
+    then its Gaussian steps."""
     if ledger.neighbouring != "replace_one":
         raise ValueError(f"{ledger.algorithm}: its smoothness release is accounted under "
                          f"replace_one, not {ledger.neighbouring}")
     groups = {}
     for m, line in zip(ledger.mechanisms, ledger.budget):
         groups.setdefault(m.group, []).append((m, line))
-    if len(ledger.mechanisms) != len(ledger.budget) or len(groups.get("smoothness", [])) != 1 \
+    laplace = groups.get("smoothness", []) + groups.get("labels", [])
+    if len(ledger.mechanisms) != len(ledger.budget) or len(laplace) != 1 \
             or len(groups.get("bounds", [])) > 1 \
             or len(ledger.mechanisms) != 2 + len(groups.get("bounds", [])):
         raise ValueError(f"{ledger.algorithm}: a candidate with private smoothness needs "
-                         "one bound release at most, one smoothness release and one training "
-                         f"event, got mechanisms {[m.name for m in ledger.mechanisms]}")
-    (smooth, s_line), = groups["smoothness"]
+                         "one bound release at most, one smoothness (or label count) release "
+                         "and one training event, got mechanisms "
+                         f"{[m.name for m in ledger.mechanisms]}")
+    (smooth, s_line), = laplace
     if smooth.kind not in ("laplace", "discrete_laplace") or s_line.accountant != "pure":
         raise ValueError(f"{ledger.algorithm}: its {smooth.kind} smoothness release "
                          "has no RDP event here; a candidate needs Laplace noise")
     z_s, count = float(smooth.noise_multiplier), int(smooth.count)
     if smooth.kind == "discrete_laplace":  # dominated by Laplace(z_s) at its scale only
-        steps = secure.RESOLUTION + 1
+        # the means are rounded (charged m + 1 steps), the label count is not (m)
+        steps = secure.RESOLUTION + (smooth.group != "labels")
         least = secure.laplace_scale(z_s, steps) / steps * np.asarray(smooth.sensitivity)
         if np.any(np.asarray(smooth.noise_scale) < least * (1 - 1e-12)):
             raise ValueError(f"{ledger.algorithm}: its discrete Laplace smoothness noise "
@@ -201,13 +217,14 @@ def _smoothness_spec(ledger, n_samples):
                              f"{b_line.epsilon_achieved} is not the eps-DP exponential "
                              "mechanism a candidate accounts")
     steps = [(m, line) for m, line in zip(ledger.mechanisms, ledger.budget)
-             if m.group not in ("smoothness", "bounds")]
+             if m.group not in ("smoothness", "bounds", "labels")]
     (m, line), = steps
     if m.kind not in GAUSSIANS or line.accountant != "rdp" or line.delta != ledger.delta:
         raise ValueError(f"{ledger.algorithm}: its steps are {m.kind} accounted by "
                          f"{line.accountant}; a candidate needs a Gaussian event under RDP "
                          "carrying the whole delta")
-    z, gauss = float(m.noise_multiplier), ("gaussian", m.count)
+    gauss = ("gaussian", m.count)
+    z = _accounted_z(m, gauss, line, float(m.noise_multiplier))
     if repr(accounting.make_event(gauss, z)) != line.dp_event:
         raise ValueError(f"{ledger.algorithm}: steps' event {line.dp_event} is not {gauss} "
                          f"at z={z}")
@@ -298,9 +315,17 @@ def calibrated_ledger(estimator, n_samples, n_features, epsilon, delta, noise="f
         count = 1 if is_auto(estimator.step) else n_features
         extra = {"smoothness_count": count, "private_bound": estimator.bounds is None}
     try:
-        return spec.privacy.calibrate(probe, config,
-                                      Budget(epsilon, delta, "rdp", relation, noise),
-                                      **extra).ledger
+        budget = Budget(epsilon, delta, "rdp", relation, noise)
+        # a classifier whose default falls back counts its labels first
+        eps_labels = label_epsilon(spec, probe, config, budget, estimator._loss,
+                                   estimator.fit_intercept, is_auto(estimator.clip))
+        if eps_labels:
+            budget = dataclasses.replace(budget, epsilon=epsilon - eps_labels)
+        ledger = spec.privacy.calibrate(probe, config, budget, **extra).ledger
+        if eps_labels:
+            ledger = Ledger.combine([labels.count_ledger(n_samples, eps_labels, noise), ledger],
+                                    algorithm=ledger.algorithm)
+        return ledger
     except ValueError as err:
         raise ValueError(f"solver={solver!r} cannot be a private-search candidate with "
                          f"neighbouring={relation!r}: {err}") from err
