@@ -15,8 +15,13 @@ into the numba cache the workflow tests' jobs use (``dpcd warmup``, minutes
 cold, seconds warm): otherwise each worker's first workflow compiles them all
 at the same time into the same cache (twice the work, and parallel writes of
 one cache entry, numba/numba#4807).
+
+At the end, the run's seconds per test file (setup, call and teardown of its
+tests) and per worker are printed: what LONGEST is measured from, and how
+evenly the workers were loaded.
 """
 
+import collections
 import os
 import subprocess
 import sys
@@ -64,3 +69,26 @@ def pytest_collection_modifyitems(items):
         return group, long
 
     items.sort(key=rank)  # stable: files keep their order within a rank
+
+
+_FILE_SECONDS = collections.Counter()
+_WORKER_SECONDS = collections.Counter()
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    _FILE_SECONDS[path] += report.duration
+    node = getattr(report, "node", None)  # under xdist, the worker that ran it
+    _WORKER_SECONDS[getattr(getattr(node, "gateway", None), "id", None)] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _FILE_SECONDS:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("seconds per test file (the 25 longest) and per worker")
+    for path, seconds in _FILE_SECONDS.most_common(25):
+        write(f"{seconds:8.1f}s {path}")
+    write(f"{sum(_FILE_SECONDS.values()):8.1f}s all {len(_FILE_SECONDS)} files")
+    for worker, seconds in sorted(_WORKER_SECONDS.items()) if len(_WORKER_SECONDS) > 1 else ():
+        write(f"{seconds:8.1f}s worker {worker}")

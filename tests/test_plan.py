@@ -856,3 +856,42 @@ def test_workflow_path_is_from_the_workflow_and_relative_to_the_workdir(tmp_path
     assert plan.workflow_path(str(base / "config" / "t.csv"), "/elsewhere") \
         == str(base / "config" / "t.csv")
     assert plan.workflow_path(None, str(base)) is None
+
+
+@pytest.mark.parametrize("path", ["config/paper/dpcd_icml22_quick.yaml",
+                                  "config/paper/dpscd_aaai21.yaml",
+                                  "config/paper/private_tuning_dpscd.yaml"])
+def test_a_calibrate_job_reads_only_what_every_solve_job_of_its_entry_reads(path):
+    """The calibrate job of a private solver entry: its params are items of
+    every stage's solve spec of the entry (the penalty's without its
+    strength), so a solve job's calibrate job changes only with an edit that
+    reruns it anyway; entries on the same data that calibrate alike share it
+    (the lambda experiments); none for a non-private solver or under search:
+    private (its jobs calibrate)."""
+    p = make(load(path))
+    paths = set()
+    for name in p.experiments:
+        exp = p.experiment(name)
+        for solver in sorted(exp["solvers"]):
+            calibrated = p.calibration_path(name, solver)
+            if not plan_facts()[plan.solver_entry(exp, solver)[0]]["private"] \
+                    or p.search(name) == "private":
+                assert calibrated is None
+                continue
+            paths.add(calibrated)
+            folder, key = calibrated.rsplit("/", 1)
+            assert folder == (f"results/calibrated/{exp['dataset']}/{exp['variant']}/"
+                              f"{exp['problem']['loss']}")
+            spec = p.calibrate_spec(key[:-len(".json")])
+            for stage in p.stages(name):
+                solve = p.solve_spec(name, solver, stage)
+                assert spec["solver"] == solve.get("adapter", solve["solver"])
+                assert all(spec[k] == solve[k] for k in ("grid", "passes", "privacy"))
+                assert spec["penalty"].items() <= solve["problem"].items()
+    if p.experiments_of("private"):
+        assert not paths
+    else:
+        assert paths
+    if path.endswith("dpcd_icml22_quick.yaml"):  # the lambda experiments share theirs
+        assert len(paths) < sum(p.calibration_path(n, s) is not None
+                                for n in p.experiments for s in p.experiment(n)["solvers"])

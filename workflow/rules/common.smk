@@ -61,6 +61,7 @@ wildcard_constraints:
     solver="[a-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
+    calibration="[0-9a-f]{16}",
     stage=plan.stage_wildcard(),  # a search mode's stage folders
     after=plan.after_wildcard(),
 
@@ -103,6 +104,11 @@ def _stage(w):
 
 def solve_params(w):
     return _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
+
+
+def calibration_input(w):
+    """The calibrate job whose calibrations a solve job reads (private solvers)."""
+    return optional(PLAN.calibration_path(w.experiment, w.solver))
 
 
 def selection_input(w):

@@ -69,6 +69,7 @@ rule solve:
         private_smoothness=private_smoothness_inputs,
         reference="results/reference/{experiment}.json",
         warmup="results/.numba_cache/warmup.done",
+        calibration=calibration_input,
         selection=selection_input,
         reused=reused_runs,  # read from the spec (no option: the commands of finished jobs)
     output:

@@ -6,8 +6,10 @@ params string changes, so these strings are a contract with every finished
 workdir.
 """
 
+import hashlib
+
 from .checks import check_plan
-from .config import expand_lambda_grids, solver_entry
+from .config import expand_lambda_grids, render, solver_entry
 from .cost import Costs
 from .fresh import STAGE as FRESH, Fresh, FreshStage, Job
 from .grid import Grid
@@ -75,6 +77,7 @@ class Plan(Costs, FreshStage):
         self.freshes = {name: Fresh(self, name) for name, search in self.searches.items()
                         if search.fresh and self.fresh_seeds}
         self._priorities = {}  # per experiment (Costs.priority)
+        self._calibrations = {}  # calibrate job's key: its spec (calibration_path)
 
     # -- experiments -------------------------------------------------------
     def experiment(self, name):
@@ -144,6 +147,45 @@ class Plan(Costs, FreshStage):
             spec["validation_split"] = exp["validation_split"]
         spec.update(self.owner(experiment, stage).spec(solver, stage))
         return spec
+
+    def calibration_path(self, experiment, solver):
+        """The calibrate job's output that the solve jobs of solver entry
+        ``solver`` read, or None: a non-private solver (by its facts), or a
+        search whose jobs calibrate their own budgets
+        (:attr:`.search.Search.calibrated`). It is named by what its events
+        depend on (:meth:`calibrate_spec`), so the entries of every
+        experiment on the same data that calibrate alike share one job, an
+        edit that changes the events gives a new file (and job), and no
+        edit rewrites a file that other solve jobs read."""
+        exp = self.experiment(experiment)
+        facts = (self.solver_facts or {}).get(solver_entry(exp, solver)[0])
+        if not self.searches[experiment].calibrated or (facts and not facts["private"]):
+            return None
+        spec = self._calibrate_spec(experiment, solver)
+        key = hashlib.sha256(render(spec).encode()).hexdigest()[:16]
+        self._calibrations[key] = spec
+        return (f"results/calibrated/{exp['dataset']}/{exp['variant']}/"
+                f"{exp['problem']['loss']}/{key}.json")
+
+    def calibrate_spec(self, key):
+        """What the calibrate job of output ``key`` reads (:meth:`calibration_path`)."""
+        if key not in self._calibrations:  # a job of its own (a cluster's): plan them all
+            for name in self.experiments:
+                for solver in self.experiment(name)["solvers"]:
+                    self.calibration_path(name, solver)
+        return self._calibrations[key]
+
+    def _calibrate_spec(self, experiment, solver):
+        # keys of every stage's solve spec of the entry (so its solve jobs
+        # rerun whenever it changes), and of those only what the events read:
+        # the algorithm, its grid and passes, the privacy settings and the
+        # penalty (not its strength: the noise multipliers do not read it)
+        spec = self.solve_spec(experiment, solver, self.stages(experiment)[0])
+        problem = spec["problem"]
+        return {"solver": spec.get("adapter", spec["solver"]), "grid": spec["grid"],
+                "passes": spec["passes"], "privacy": spec["privacy"],
+                "penalty": {key: problem[key] for key in ("loss", "penalty", "l1_ratio")
+                            if key in problem}}
 
     def selects(self, experiment):
         """The stages a select job follows (its output: the selection file)."""

@@ -35,6 +35,7 @@ class Private(Search):
 
     mode = "private"
     fresh = False  # it releases the selected model itself
+    calibrated = False  # each candidate's budget is drawn in its own job
 
     @property
     def settings(self):

@@ -31,6 +31,9 @@ class Search(ABC):
     #: The least estimated work (core-hours) of one of its solve jobs, below
     #: which the stage's chunks merge; 0: the experiment's ``chunks`` as given.
     least_job_hours = 0.0
+    #: Whether its solve jobs read their noise from the calibrate stage (every
+    #: event of a private solver's grid, calibrated once before they run).
+    calibrated = True
 
     def __init__(self, plan, name):
         self.plan = plan

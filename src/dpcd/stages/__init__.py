@@ -11,7 +11,7 @@ what the planner (workflow/rules/common.smk) is given, no subcommand.
 import importlib
 
 # workflow/rules/<name>.smk -> dpcd.stages.<name>, in the workflow's order
-MODULES = ("smoothness", "solve", "private", "aggregate", "fresh", "summary", "report")
+MODULES = ("smoothness", "calibrate", "solve", "private", "aggregate", "fresh", "summary", "report")
 
 
 def register(subparsers):
