@@ -35,7 +35,9 @@ def compact_ledger(item, limit=VECTOR_LIMIT):
     if isinstance(item, dict):
         return {k: compact_ledger(v, limit) for k, v in item.items()}
     if isinstance(item, list):
-        if len(item) > limit and all(isinstance(v, (int, float)) for v in item):
+        if all(isinstance(v, (int, float)) for v in item):
+            if len(item) <= limit:  # kept whole, not walked value by value
+                return item
             values = np.asarray(item, dtype="<f8")
             return {"length": int(values.size), "min": float(values.min()),
                     "max": float(values.max()), "mean": float(values.mean()),
