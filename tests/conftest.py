@@ -14,7 +14,8 @@ Before the workers start, the controller compiles every kernel family once
 into the numba cache the workflow tests' jobs use (``dpcd warmup``, minutes
 cold, seconds warm): otherwise each worker's first workflow compiles them all
 at the same time into the same cache (twice the work, and parallel writes of
-one cache entry, numba/numba#4807).
+one cache entry, numba/numba#4807). tests/warm_secure.py compiles the secure
+kernels meanwhile, which ``dpcd warmup`` does not.
 
 At the end, the run's seconds per test file (setup, call and teardown of its
 tests) and per worker are printed: what LONGEST is measured from, and how
@@ -34,8 +35,14 @@ def pytest_configure(config):
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         return  # a worker, or a run without workers: each workflow warms up on its own
     os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / "results" / ".numba_cache"))
+    # the secure kernels on the other core meanwhile (about 80 s of CPU cold;
+    # the unit tests' secure files compiled them, both workers at once); a
+    # failure there only leaves them to compile in the tests, which report it
+    secure = subprocess.Popen([sys.executable, str(ROOT / "tests" / "warm_secure.py")],
+                              stdout=subprocess.DEVNULL)
     subprocess.run([sys.executable, "-m", "dpcd.cli", "warmup"], check=True,
                    stdout=subprocess.DEVNULL, timeout=1800)
+    secure.wait(timeout=1800)
 
 
 # Measured on 2 cores, longest first (minutes each for the workflow files, a
