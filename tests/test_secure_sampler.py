@@ -272,8 +272,9 @@ def test_geometric(p):
 def test_exact_path_agrees_draw_for_draw():
     """With the guard bands widened by 2⁶⁰ every decision goes through the exact
     (decimal) path; it decides the same predicates on the same bits, so the draws
-    equal the fast path's (unless a 53-bit prefix falls within 10⁻⁴⁰ of a
-    threshold, where only the exact path reads more bits: never, for this key)."""
+    equal the fast path's (unless a prefix is undecided by the floats, where
+    only the fast path's block proposal reads its next word, or only the exact
+    path reads more bits: never, for this key)."""
     before = dict(exact.EXACT_PATH_CALLS)
     for fill, scale in ((exact.fill_discrete_laplace, 3.5),
                         (exact.fill_discrete_gaussian, 1.5),
@@ -317,6 +318,48 @@ def test_exact_path_reads_more_bits_when_the_prefix_straddles():
         assert (high <= theta) if below else (low >= theta)
         answers.add(below)
     assert answers == {True, False}
+
+
+def test_block_settle_reads_on_when_the_prefix_straddles():
+    """The block proposal's short prefix of U (39 − e bits: 23 at σ = 2²⁴ + 0.3)
+    straddles its acceptance threshold θ = exp(−γ*): U's expansion goes on with
+    the next word's top bits, and the answer is U < θ for the bits read (read
+    back from a copy of the stream, θ to 80 digits), decided in the kernel
+    (no exact-path call); both answers occur over 40 keys (each with
+    probability within 0.4 to 0.6: false failure below 2·0.6⁴⁰ < 10⁻⁸)."""
+    import decimal
+    from fractions import Fraction
+    sigma = 2.0 ** 24 + 0.3
+    t, _, inv_sigma, sigma_over_t = exact._gaussian_constants(sigma)
+    steps, _, e, _, gap = exact._block_constants(t, inv_sigma)
+    bits, h = 39 - e, 1
+    ctx = decimal.Context(prec=80)
+    s, tt = decimal.Decimal(sigma), decimal.Decimal(t)
+    for low in range(12345, 13345):   # θ near the middle of its prefix's interval
+        m = steps * h + low
+        gamma = ((m - s * s / tt) ** 2 / (2 * s * s) + decimal.Decimal(low) / tt
+                 + h * (decimal.Decimal(int(steps)) / tt - ctx.ln(2)))
+        theta = Fraction(ctx.exp(-gamma))
+        prefix = int(theta * 2 ** bits)
+        if 0.4 < theta * 2 ** bits - prefix < 0.6:
+            break
+    before = exact.EXACT_PATH_CALLS["accept"]
+    answers = set()
+    for seed in range(40):
+        state = _state(200 + seed)
+        replay = state.copy()
+        below = exact._block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma,
+                                    sigma_over_t, steps, gap, 1.0)
+        word = int(keystream.next_u64(replay))
+        num, n_bits = (prefix << (53 - bits)) | (word >> (11 + bits)), 53
+        while not np.array_equal(replay, state):
+            num = (num << 64) | int(keystream.next_u64(replay))
+            n_bits += 64
+        lo, hi = Fraction(num, 2 ** n_bits), Fraction(num + 1, 2 ** n_bits)
+        assert (hi <= theta) if below else (lo >= theta)
+        answers.add(bool(below))
+    assert answers == {True, False}
+    assert exact.EXACT_PATH_CALLS["accept"] == before
 
 
 @pytest.mark.parametrize("sampler, bad", [

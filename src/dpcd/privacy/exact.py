@@ -624,6 +624,33 @@ def _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps):
 
 
 @njit(cache=True)
+def _block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma, sigma_over_t, steps,
+                  gap, widen):
+    """The acceptance of a block proposal that ``U``'s ``bits``-bit prefix left
+    undecided (1 or 0).
+
+    ``U``'s expansion goes on with the top ``53 − bits`` bits of the next
+    keystream word (fresh uniform bits, as the exact path's are), and the floats
+    decide again on the 53-bit prefix; the exact path runs only if that is
+    undecided too (probability about ``2⁻⁴¹`` instead of ``2^{−bits}``: the
+    prefix has 23 bits at ``s = 2·10⁷``, and the exact path costs milliseconds).
+    Under the test hook (``widen > 1``) the exact path takes the short prefix as
+    it is, and reads what the fast path reads.
+    """
+    if widen == 1.0 and bits < 53:
+        extra = 53 - bits
+        prefix = (prefix << extra) | np.int64(next_u64(state) >> np.uint64(64 - extra))
+        bits = 53
+        gamma, eg = _block_exponent(np.float64(m), np.float64(h), np.float64(low), inv_sigma,
+                                    sigma_over_t, gap)
+        accept = _block_decision(np.float64(prefix) * _ULP53, _ULP53, gamma, eg,
+                                 _exp_neg(min(gamma, _FAR)), widen)
+        if accept >= 0:
+            return accept
+    return _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps)
+
+
+@njit(cache=True)
 def _gaussian_constants(sigma):
     if not (sigma >= MIN_SCALE and sigma <= MAX_SCALE):
         raise ValueError("discrete_gaussian: sigma must be in [2**-10, 2**40]")
@@ -657,7 +684,8 @@ def _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, g
         accept = _block_decision(np.float64(prefix) * _POW2[bits], _POW2[bits], gamma, eg,
                                  _exp_neg(min(gamma, _FAR)), widen)
         if accept < 0:
-            accept = _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps)
+            accept = _block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma,
+                                   sigma_over_t, steps, gap, widen)
         if accept == 1:
             return -m if negative else m
 
@@ -820,9 +848,9 @@ def _fill_gaussian_blocks(state, sigma, out):
                                                      widen)
         for j in range(k):
             if decision[j] < 0:
-                decision[j] = _block_exact_path(state, np.int64(words[per * j + per - 1] >> shift),
-                                                bits, steps * high[j] + low[j], sigma, t,
-                                                low[j], high[j], steps)
+                decision[j] = _block_settle(state, np.int64(words[per * j + per - 1] >> shift),
+                                            bits, steps * high[j] + low[j], high[j], low[j],
+                                            sigma, t, inv_sigma, sigma_over_t, steps, gap, widen)
         # the accepted proposals, in order
         n_accepted = 0
         for j in range(k):
