@@ -4,38 +4,14 @@ Datafits and penalties are plain Python classes that plug into every solver of
 :mod:`dpcd.solvers` through an integer ``code`` (and penalty ``params``) on
 which the numba kernels dispatch.
 """
-from dpcd.problems.base import (
-    LOSSES,
-    PENALTIES,
-    check_smoothness,
-    duality_gap,
-    kkt_violation,
-    lambda_max,
-    make_problem,
-    objective,
-    prox_grad_mapping_norm,
-)
-from dpcd.problems.datafits import BaseDatafit, Hinge, Logistic, Squares, require_smooth
-from dpcd.problems.penalties import L1, L2, BasePenalty, ElasticNet, NoPenalty
+from dpcd.lazy import lazy_names
 
-__all__ = [
-    "BaseDatafit",
-    "BasePenalty",
-    "ElasticNet",
-    "Hinge",
-    "L1",
-    "L2",
-    "LOSSES",
-    "Logistic",
-    "NoPenalty",
-    "PENALTIES",
-    "Squares",
-    "check_smoothness",
-    "duality_gap",
-    "kkt_violation",
-    "lambda_max",
-    "make_problem",
-    "objective",
-    "prox_grad_mapping_norm",
-    "require_smooth",
-]
+_BASE = ("LOSSES", "PENALTIES", "check_smoothness", "duality_gap", "kkt_violation",
+         "lambda_max", "make_problem", "objective", "prox_grad_mapping_norm")
+_DATAFITS = ("BaseDatafit", "Hinge", "Logistic", "Squares", "require_smooth")
+_PENALTIES = ("L1", "L2", "BasePenalty", "ElasticNet", "NoPenalty")
+_NAMES = {**dict.fromkeys(_BASE, "dpcd.problems.base"),
+          **dict.fromkeys(_DATAFITS, "dpcd.problems.datafits"),
+          **dict.fromkeys(_PENALTIES, "dpcd.problems.penalties")}
+__getattr__ = lazy_names(__name__, _NAMES)
+__all__ = sorted(_NAMES)
