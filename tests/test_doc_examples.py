@@ -184,6 +184,11 @@ def how(command):
         return "dpcd", tuple(argv)
     if argv[0] in ("snakemake", ".venv/bin/snakemake") and "..." not in argv \
             and not any("<" in arg for arg in argv):
+        # a dry run plans the same jobs on any number of cores: without
+        # --cores N, a command given with and without it is planned once
+        if "--cores" in argv:
+            at = argv.index("--cores")
+            argv = argv[:at] + argv[at + 2:]
         return "dry-run", ("snakemake", *(() if "-n" in argv else ("-n",)), *argv[1:])
     return None, None
 
