@@ -114,6 +114,7 @@ def test_block_sub_blocks(sigma):
     import decimal
     t, _, inv_sigma, _ = exact._gaussian_constants(sigma)
     steps, j, e, _, _, cum, dlam, pw = exact._block_constants(t, inv_sigma)
+    pw = np.asarray(pw)
     assert steps == j << e and e >= 3 and steps >= t * math.log(2)
     assert pw.sum() == 2 ** 12 and pw.min() >= 1
     assert list(cum) == list(np.concatenate([[0], np.cumsum(pw)[:-1]]))
