@@ -9,6 +9,7 @@
 * Every figure the planner prints, quoted in a ```text block, is what
   ``snakemake -n`` prints today (PLANNER_QUOTES).
 """
+import hashlib
 import json
 import os
 import re
@@ -183,6 +184,11 @@ def how(command):
         return "dpcd", tuple(argv)
     if argv[0] in ("snakemake", ".venv/bin/snakemake") and "..." not in argv \
             and not any("<" in arg for arg in argv):
+        # a dry run plans the same jobs on any number of cores: without
+        # --cores N, a command given with and without it is planned once
+        if "--cores" in argv:
+            at = argv.index("--cores")
+            argv = argv[:at] + argv[at + 2:]
         return "dry-run", ("snakemake", *(() if "-n" in argv else ("-n",)), *argv[1:])
     return None, None
 
@@ -301,25 +307,43 @@ def _dpcd_commands():
 DRY_RUNS = sorted({how(c)[1] for _, _, c in all_commands() if how(c)[0] == "dry-run"})
 
 
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """A fresh directory per command and environment (command -> its path), for
+    the pages that tell the reader to copy nothing: a command several pages
+    give runs once there (_run keeps its result)."""
+    root = tmp_path_factory.mktemp("reader")
+
+    def directory(argv, env=()):
+        path = root / hashlib.sha1(repr((argv, env)).encode()).hexdigest()[:16]
+        path.mkdir(exist_ok=True)
+        return str(path)
+
+    return directory
+
+
 @pytest.mark.parametrize("page, argv, env", _dpcd_commands(),
                          ids=[f"{p}: {' '.join(a)}" for p, a, _ in _dpcd_commands()])
-def test_dpcd_commands_run(page, argv, env, tmp_path):
+def test_dpcd_commands_run(page, argv, env, tmp_path, reader):
     """In a fresh directory holding what the page tells the reader to copy."""
-    cwd = tmp_path / "reader"
-    cwd.mkdir()
     if page in SETUP:
+        cwd = tmp_path / "reader"
+        cwd.mkdir()
         source, name = SETUP[page]
         shutil.copytree(ROOT / source, cwd / name, ignore=shutil.ignore_patterns("__pycache__"))
-    code, out = _run(argv, str(cwd), env)
+        cwd = str(cwd)
+    else:
+        cwd = reader(argv, env)
+    code, out = _run(argv, cwd, env)
     assert code == 0, f"{page}: {' '.join(argv)} failed:\n{out[-3000:]}"
 
 
-def test_options_named_in_prose_exist():
+def test_options_named_in_prose_exist(reader):
     """`dpcd budget --neighbouring ...` and the like: the subcommand's help lists the option."""
     for page, line, command in all_commands():
         kind, argv = how(command)
         if kind == "dpcd" and argv[-1] == "--help":
-            code, out = _run(argv, str(ROOT))
+            code, out = _run(argv, reader(argv))
             named = re.findall(r"(?<=\s)--[a-z][a-z-]*", " " + _normalise(command))
             missing = [option for option in named if option not in out]
             assert code == 0 and not missing, f"{page}:{line}: {command}: {missing or out}"
@@ -379,9 +403,9 @@ def test_planner_figures_are_what_snakemake_n_prints(page, line, quote, argv, cl
 
 
 # ------------------------------------------------------------ other promises
-def test_python_page_lists_every_dpcd_subcommand():
+def test_python_page_lists_every_dpcd_subcommand(reader):
     """docs/python.md names every subcommand `dpcd --help` lists."""
-    code, out = _run(("dpcd", "--help"), str(ROOT))
+    code, out = _run(("dpcd", "--help"), reader(("dpcd", "--help")))
     assert code == 0
     subcommands = re.search(r"\{([a-z,-]+)\}", out).group(1).split(",")
     text = (ROOT / "docs" / "python.md").read_text()

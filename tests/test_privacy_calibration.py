@@ -288,6 +288,7 @@ def test_the_former_search_agrees_where_pld_is_smooth():
     (0.01, 3, 2.0, Rel.ADD_OR_REMOVE_ONE),  # sparse (916 points), 916^3 > 1000: densely
     (0.01, 1, 2.0, Rel.ADD_OR_REMOVE_ONE),  # sparse, not composed
     (0.01, 6, 400.0, Rel.REPLACE_SPECIAL),  # 3 points, 3^6 <= 1000: composed sparsely
+    (0.01, 50, 0.8, Rel.REPLACE_ONE),  # dense, its deltas computed on the whole grid at once
 ])
 def test_poisson_pld_epsilon_is_the_accountants(q, steps, z, rel):
     # the PLD ε of a Poisson-sampled Gaussian, composed without the
@@ -299,3 +300,24 @@ def test_poisson_pld_epsilon_is_the_accountants(q, steps, z, rel):
     got = accounting._poisson_pld_epsilon(("poisson_gaussian", q, steps), z, delta, rel.name,
                                           interval)
     assert got == expected
+
+
+@pytest.mark.parametrize("q, z, interval", [(2e-5, 0.6, 1.5e-4), (0.03, 3.4, 1e-3),
+                                            (0.3, 0.8, 1e-3)])
+def test_replace_one_losses_inverted_at_once_are_dp_accountings(q, z, interval):
+    # the replace-one privacy loss inverted on the whole grid of losses at once
+    # gives dp_accounting's point-by-point cut points and deltas, bit for bit
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    kwargs = dict(sensitivity=1, pessimistic_estimate=True, log_mass_truncation_bound=-50,
+                  sampling_prob=q, adjacency_type=plm.AdjacencyType.REPLACE)
+    theirs, ours = plm.GaussianPrivacyLoss(z, **kwargs), accounting._replace_loss_class()(
+        z, **kwargs)
+    bounds = theirs.connect_dots_bounds()
+    losses = np.arange(math.floor(bounds.epsilon_lower / interval) - 2,
+                       math.ceil(bounds.epsilon_upper / interval) + 3) * interval
+    assert 0.0 in losses
+    cuts = np.array([theirs.inverse_privacy_loss(e) for e in losses])
+    assert np.array_equal(ours.inverse_privacy_losses(losses), cuts)
+    assert np.array_equal(ours.get_delta_for_epsilon(losses),
+                          theirs.get_delta_for_epsilon(losses))

@@ -95,6 +95,7 @@ def test_the_reference_jobs_only_load_what_warmup_reference_compiled(tmp_path):
     solvers' kernels into the same numba cache: after ``dpcd warmup --families
     reference``, a reference job of every (loss, penalty) the paper configs
     use, on dense and sparse data, writes nothing to the cache (numba#4807)."""
+    import json
     import os
     import subprocess
     import sys
@@ -116,6 +117,7 @@ def test_the_reference_jobs_only_load_what_warmup_reference_compiled(tmp_path):
     X, y = _data(logistic=True)
     # sparse enough to stay sparse (dpcd.sweep.problem.as_solver_input), no empty column
     sparse = sp.csr_matrix(np.where(np.arange(60)[:, None] % 20 == np.arange(25) % 20, X, 0))
+    jobs = []
     for name, design in (("dense", X), ("sparse", sparse)):
         path = str(tmp_path / f"{name}.npz")
         save_dataset(path, design, y, {"source": "test"})
@@ -124,7 +126,13 @@ def test_the_reference_jobs_only_load_what_warmup_reference_compiled(tmp_path):
             if loss == "hinge" and name == "sparse":
                 continue  # the hinge reference needs dense X
             problem = f'{{"loss": "{loss}", "penalty": "{penalty}", "alpha": 0.01}}'
-            subprocess.run([*cli, "reference", "--data", path, "--problem", problem,
-                            "--out", str(tmp_path / f"{name}-{loss}-{penalty}.json")],
-                           env=env, check=True, capture_output=True)
+            jobs.append(["reference", "--data", path, "--problem", problem,
+                         "--out", str(tmp_path / f"{name}-{loss}-{penalty}.json")])
+    # the jobs' command lines through dpcd.cli.main in one fresh process (a
+    # cache miss writes the cache there as in a job of its own; 9 start-ups less)
+    run = "import json, sys\nfrom dpcd.cli import main\nfor job in json.loads(sys.argv[1]):\n" \
+          "    assert main(job) == 0, job\n"
+    subprocess.run([sys.executable, "-c", run, json.dumps(jobs)], env=env, check=True,
+                   capture_output=True)
+    assert len(list(tmp_path.glob("*-*-*.json"))) == len(jobs) == 9
     assert cache_files() == compiled

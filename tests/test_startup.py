@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from dpcd.stages import aggregate, solve
+from dpcd.stages import aggregate, calibrate, smoothness, solve
 from dpcd.stages.common import Ledger
 
 # Modules a solve job on dense data whose calibrations are cached never uses:
@@ -16,6 +16,9 @@ from dpcd.stages.common import Ledger
 # brings them), MLflow (the aggregate job writes the runs) and the figures'
 # stack. (numba reads its configuration with yaml: a job with kernels has it.)
 SOLVE_NEVER = ("scipy.sparse", "dp_accounting", "mlflow", "matplotlib", "seaborn", "sklearn")
+# the kernels' modules, one per solver family: a job imports those it runs
+KERNELS = tuple(f"dpcd.solvers.{name}" for name in ("dp_cd", "dp_gcd", "dp_scd", "dp_sgd",
+                                                     "reference"))
 
 
 def body_imports(func):
@@ -28,7 +31,7 @@ def body_imports(func):
 def loaded_after(command, code):
     """Which of the heavy modules a fresh interpreter holds after building
     ``command``'s parser and running ``code``."""
-    heavy = SOLVE_NEVER + ("pandas", "numba", "importlib.metadata", "yaml")
+    heavy = SOLVE_NEVER + ("pandas", "numba", "importlib.metadata", "yaml") + KERNELS
     script = "\n".join([
         "import sys", "from dpcd.cli import build_parser", f"build_parser({command!r})", code,
         f"print(' '.join(m for m in {heavy!r} if m in sys.modules))"])
@@ -52,6 +55,19 @@ def test_a_solve_job_imports_only_what_it_runs():
     loaded = loaded_after("solve", code)
     assert loaded & set(SOLVE_NEVER) == set()
     assert {"pandas", "numba"} <= loaded  # the job's table and kernels: the test sees them
+    assert loaded & set(KERNELS) == set()  # none run yet
+
+
+def test_a_job_imports_the_kernels_of_its_solvers_only():
+    """A DP-CD job's warm-up imports DP-CD's kernels, not the other solvers';
+    the package's names stay the solvers' functions once their modules are in."""
+    code = textwrap.dedent("""
+        from dpcd import algorithms, solvers
+        algorithms.warmup(["dp_cd"])
+        import dpcd.solvers.dp_cd
+        assert callable(solvers.dp_cd) and solvers.dp_cd is dpcd.solvers.dp_cd
+    """)
+    assert loaded_after("solve", code) & set(KERNELS) == {"dpcd.solvers.dp_cd"}
 
 
 def test_a_dense_solve_job_loads_no_sparse_kernels():
@@ -72,10 +88,20 @@ def test_a_dense_solve_job_loads_no_sparse_kernels():
 
 def test_an_aggregate_job_writes_tables_without_figures_or_mlflow():
     """The tables' job imports neither the figures' stack nor MLflow (the
-    aggregate-report job's): what reads the tables waits for neither."""
+    aggregate-report job's): what reads the tables waits for neither; nor
+    numba (the algorithms' table columns are read without their kernels)."""
     loaded = loaded_after("aggregate", body_imports(aggregate.cmd_aggregate))
-    assert loaded & {"mlflow", "matplotlib", "seaborn", "scipy.sparse"} == set()
+    assert loaded & {"mlflow", "matplotlib", "seaborn", "scipy.sparse", "numba"} == set()
     assert "pandas" in loaded  # the job's tables: the test sees them
+
+
+@pytest.mark.parametrize("command, func", [("reference", solve.cmd_reference),
+                                           ("smoothness", smoothness.cmd_smoothness),
+                                           ("calibrate", calibrate.cmd_calibrate)])
+def test_a_job_before_the_sweep_imports_no_tables(command, func):
+    """The jobs that read a problem or a grid import neither the sweep's runner
+    nor pandas (its tables)."""
+    assert "pandas" not in loaded_after(command, body_imports(func))
 
 
 @pytest.mark.parametrize("command", ["aggregate", "select", "summary", "solve"])

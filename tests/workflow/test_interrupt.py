@@ -22,10 +22,11 @@ from conftest import BIN, TINY, make_workdir, planned_jobs, snakemake, snakemake
 pytestmark = pytest.mark.workflow
 
 # One solve job of long kernel calls: one configuration, two seeds (one call
-# each), 10000 passes of DP-CD over 10000 x 100 (about 10 s of one core each).
+# each), 10000 passes of DP-CD over 5000 x 100 (about 5 s of one core each:
+# the interrupt comes about 1 s into the first; the rerun runs both whole).
 SLOW = {
     "datasets": {"lasso_long": {"source": "sparse_lasso", "params": {
-        "n_samples": 10000, "n_features": 100, "n_informative": 5, "noise": 0.1, "seed": 0}}},
+        "n_samples": 5000, "n_features": 100, "n_informative": 5, "noise": 0.1, "seed": 0}}},
     "experiments": {"slow": {
         "dataset": "lasso_long",
         "problem": {"loss": "squares", "penalty": "l1", "alpha": 0.05},

@@ -10,7 +10,6 @@ import numpy as np
 
 from dpcd import privacy, solvers
 from dpcd.algorithms.base import CLIP, STEP, Algorithm, Preparation, Privacy, Runtime
-from dpcd.problems import check_smoothness
 from dpcd.solvers import warmup
 
 
@@ -35,6 +34,8 @@ def coordinate_clip(M, C):
     ----------
     Mangold et al., ICML 2022, Section 5.1 (the module's reference).
     """
+    from dpcd.problems import check_smoothness  # numba's: loaded when a spec runs
+
     M = check_smoothness(M)
     C = float(C)
     if not C > 0:

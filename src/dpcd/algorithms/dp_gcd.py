@@ -23,7 +23,6 @@ from dpcd.algorithms.base import (
 from dpcd.algorithms.dp_cd import cd_noise, coordinate_clip
 from dpcd.lazy import issparse
 from dpcd.solvers import warmup
-from dpcd.solvers.dp_gcd import PENALTY_NAMES
 
 # "smooth": Algorithm 1 with L2 folded into the smooth part (estimators only)
 RULES = ("gs_r", "gs_s", "gs_q", "smooth")
@@ -56,6 +55,8 @@ def _calibrate(problem, config, budget):
     iterations = config["passes"]
     if int(iterations) != iterations or iterations < 1:
         raise ValueError(f"DP-GCD passes are iterations: an integer >= 1, got {iterations!r}")
+    from dpcd.solvers.dp_gcd import PENALTY_NAMES  # the kernels' module: loaded when run
+
     pcode = problem.penalty.code
     if pcode not in PENALTY_NAMES:
         raise ValueError(f"DP-GCD supports no, L1 and L2 penalties, got {problem.penalty!r}")

@@ -29,7 +29,6 @@ from dpcd.algorithms.base import (
     positive_int,
 )
 from dpcd.algorithms.prepare import unit_records
-from dpcd.problems._jit import SQUARES
 from dpcd.solvers import warmup
 
 BATCH_SIZE = Hyperparameter(
@@ -129,6 +128,8 @@ def prediction_noise(problem, config, budget, private_smoothness=None, variant="
     n = problem.n_samples
     if variant == "primal":
         return s * math.sqrt(config["passes"] / n) / min(1.0, primal_reach(problem, config, s)) ** 2
+    from dpcd.problems._jit import SQUARES  # numba's: loaded when a spec runs
+
     alpha = float(problem.penalty.params[0])
     lam = 0.5 * alpha if problem.datafit.code == SQUARES else alpha  # the kernel's
     return s * math.sqrt(calibration.steps) / (lam * n)

@@ -20,7 +20,6 @@ from dpcd.lazy import issparse
 from dpcd.privacy.bounds import FACTOR, private_feature_bound, secure_feature_bound
 from dpcd.privacy.smoothness import (DEFAULT_FLOOR, estimate_mean_smoothness,
                                       pooled_smoothness)
-from dpcd.problems import make_problem
 
 
 @dataclass(frozen=True)
@@ -126,6 +125,8 @@ def smooth(spec, X, y, fit):
     constant feature has a constant known without the data. With
     ``spec.preparation.relative_clip``, ``clip`` is scaled by :func:`clip_unit`.
     """
+    from dpcd.problems import make_problem  # numba's: loaded when a spec runs
+
     n_samples, n_features = X.shape
     datafit, penalty = make_problem(fit.loss, fit.penalty, fit.problem_alpha, fit.l1_ratio)
     config = dict(fit.config)
@@ -193,6 +194,8 @@ def unit_records(spec, X, y, fit):
     row_scale = 1.0 / np.sqrt(n_samples) if primal else 1.0
     # primal fits theta' = w / row_scale on rows of norm row_scale: the
     # penalty (alpha/2)||w||^2 is (alpha row_scale^2 / 2)||theta'||^2
+    from dpcd.problems import make_problem
+
     datafit, penalty = make_problem(fit.loss, "l2", fit.problem_alpha * row_scale ** 2)
     config = dict(fit.config)
     size = n_features + bool(fit.fit_intercept) if primal else n_samples
