@@ -25,7 +25,7 @@ import tempfile
 import textwrap
 import time
 
-from dpcd.stages import aggregate, fresh, solve
+from dpcd.stages import aggregate, calibrate, fresh, solve
 
 
 def body_imports(func):
@@ -44,6 +44,8 @@ JOBS = {
     "pass": "pass",
     "solve": job("solve", solve.cmd_solve),
     "select": job("select", solve.cmd_select),
+    "reference": job("reference", solve.cmd_reference),
+    "calibrate": job("calibrate", calibrate.cmd_calibrate),
     "fresh": job("fresh", fresh.cmd_fresh),
     "aggregate": job("aggregate", aggregate.cmd_aggregate),
 }

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from dpcd.stages import aggregate, solve
+from dpcd.stages import aggregate, calibrate, smoothness, solve
 from dpcd.stages.common import Ledger
 
 # Modules a solve job on dense data whose calibrations are cached never uses:
@@ -93,6 +93,15 @@ def test_an_aggregate_job_writes_tables_without_figures_or_mlflow():
     loaded = loaded_after("aggregate", body_imports(aggregate.cmd_aggregate))
     assert loaded & {"mlflow", "matplotlib", "seaborn", "scipy.sparse", "numba"} == set()
     assert "pandas" in loaded  # the job's tables: the test sees them
+
+
+@pytest.mark.parametrize("command, func", [("reference", solve.cmd_reference),
+                                           ("smoothness", smoothness.cmd_smoothness),
+                                           ("calibrate", calibrate.cmd_calibrate)])
+def test_a_job_before_the_sweep_imports_no_tables(command, func):
+    """The jobs that read a problem or a grid import neither the sweep's runner
+    nor pandas (its tables)."""
+    assert "pandas" not in loaded_after(command, body_imports(func))
 
 
 @pytest.mark.parametrize("command", ["aggregate", "select", "summary", "solve"])
