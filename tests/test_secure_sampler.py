@@ -94,13 +94,36 @@ def test_discrete_gaussian_law(sigma, seed):
 
 @pytest.mark.parametrize("sigma, seed", [(2.5, 18), (100.5, 19)])
 def test_block_proposal_law(sigma, seed):
-    """The block proposal (blocks of L ≥ t ln 2, H geometric of ratio 1/2, the
-    factors e^{−low/t} and (2e^{−L/t})^H in the acceptance, −0 rejected), forced
-    at small scales, where L is 2 and 70: 2·10⁶ draws, false failure <= 3e-6."""
+    """The block proposal (blocks of L ≥ t ln 2, H geometric of ratio 1/2, 8
+    sub-blocks of dyadic probabilities p_i/2¹², the factors e^{−low/t},
+    (2e^{−L/t})^H and p_0/p_i in the acceptance, −0 rejected), forced at small
+    scales, where L is 8 (sub-blocks of 1, p_7/p_0 ≈ e^{−2.8}) and 72: 2·10⁶
+    draws, false failure <= 3e-6."""
     draws = np.empty(2_000_000, dtype=np.int64)
     exact._fill_gaussian(_state(seed), sigma, draws, True)
     support = _support(sigma, 12)
     _check_law(draws, support, _gaussian_pmf(sigma, support), tails=(3 * sigma, 4.5 * sigma))
+
+
+@pytest.mark.parametrize("sigma", [2.5, 100.5, 256.0, 1000.7, 2.0 ** 24 + 0.3, 2.0 ** 27,
+                                   2.0 ** 32 * 1.0001, 2.0 ** 40])
+def test_block_sub_blocks(sigma):
+    """The sub-blocks' dyadic probabilities sum to 1, keep the acceptance at most
+    1 (iℓ/t + ln(p_i/p_0) ≥ 0, to 50 digits), and their float logarithms
+    (the partial sums of dlam) are within the 2⁻⁴⁴ the error bound charges."""
+    import decimal
+    t, _, inv_sigma, _ = exact._gaussian_constants(sigma)
+    steps, j, e, _, _, cum, dlam, pw = exact._block_constants(t, inv_sigma)
+    assert steps == j << e and e >= 3 and steps >= t * math.log(2)
+    assert pw.sum() == 2 ** 12 and pw.min() >= 1
+    assert list(cum) == list(np.concatenate([[0], np.cumsum(pw)[:-1]]))
+    ctx = decimal.Context(prec=50)
+    ell = decimal.Decimal(int(steps) // 8) / decimal.Decimal(t)
+    for i in range(8):
+        ratio = ctx.ln(decimal.Decimal(int(pw[i])) / decimal.Decimal(int(pw[0])))
+        assert i * ell + ratio >= 0
+        approx = decimal.Decimal(float(sum(dlam[1:i + 1]) if i else 0.0))
+        assert abs(approx - ratio) < decimal.Decimal(2) ** -44
 
 
 def test_exp_neg_error_bound():
@@ -123,7 +146,8 @@ def _exp_neg_many(x):
     return out
 
 
-@pytest.mark.parametrize("sigma, seed", [(2.0 ** 24 + 0.3, 20), (2.0 ** 32 * 1.0001, 21)])
+@pytest.mark.parametrize("sigma, seed", [(2.0 ** 24 + 0.3, 20), (2.0 ** 32 * 1.0001, 21),
+                                         (2.0 ** 39.9, 24)])
 def test_discrete_gaussian_law_wide(sigma, seed):
     """The solvers' scales (the lattice's s ≥ 2²⁴), 2·10⁶ draws: χ² on 1000 bins
     of equal probability, KS and two tail counts against the CDF
@@ -272,8 +296,9 @@ def test_geometric(p):
 def test_exact_path_agrees_draw_for_draw():
     """With the guard bands widened by 2⁶⁰ every decision goes through the exact
     (decimal) path; it decides the same predicates on the same bits, so the draws
-    equal the fast path's (unless a 53-bit prefix falls within 10⁻⁴⁰ of a
-    threshold, where only the exact path reads more bits: never, for this key)."""
+    equal the fast path's (unless a prefix is undecided by the floats, where
+    only the fast path's block proposal reads its next word, or only the exact
+    path reads more bits: never, for this key)."""
     before = dict(exact.EXACT_PATH_CALLS)
     for fill, scale in ((exact.fill_discrete_laplace, 3.5),
                         (exact.fill_discrete_gaussian, 1.5),
@@ -317,6 +342,48 @@ def test_exact_path_reads_more_bits_when_the_prefix_straddles():
         assert (high <= theta) if below else (low >= theta)
         answers.add(below)
     assert answers == {True, False}
+
+
+def test_block_settle_reads_on_when_the_prefix_straddles():
+    """The block proposal's short prefix of U (30 − e bits: 14 at σ = 2²⁴ + 0.3)
+    straddles its acceptance threshold θ = exp(−γ*): U's expansion goes on with
+    the next word's top bits, and the answer is U < θ for the bits read (read
+    back from a copy of the stream, θ to 80 digits), decided in the kernel
+    (no exact-path call); both answers occur over 40 keys (each with
+    probability within 0.4 to 0.6: false failure below 2·0.6⁴⁰ < 10⁻⁸)."""
+    import decimal
+    from fractions import Fraction
+    sigma = 2.0 ** 24 + 0.3
+    t, _, inv_sigma, sigma_over_t = exact._gaussian_constants(sigma)
+    steps, _, e, _, gap, _, _, pw = exact._block_constants(t, inv_sigma)
+    bits, h = 30 - e, 1
+    ctx = decimal.Context(prec=80)
+    s, tt = decimal.Decimal(sigma), decimal.Decimal(t)
+    for low in range(12345, 13345):   # sub-block 0; θ near the middle of its prefix's interval
+        m = steps * h + low
+        gamma = ((m - s * s / tt) ** 2 / (2 * s * s) + decimal.Decimal(low) / tt
+                 + h * (decimal.Decimal(int(steps)) / tt - ctx.ln(2)))
+        theta = Fraction(ctx.exp(-gamma))
+        prefix = int(theta * 2 ** bits)
+        if 0.4 < theta * 2 ** bits - prefix < 0.6:
+            break
+    before = exact.EXACT_PATH_CALLS["accept"]
+    answers = set()
+    for seed in range(40):
+        state = _state(200 + seed)
+        replay = state.copy()
+        below = exact._block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma,
+                                    sigma_over_t, steps, gap, 1.0, 0.0, pw[0], pw[0])
+        word = int(keystream.next_u64(replay))
+        num, n_bits = (prefix << (53 - bits)) | (word >> (11 + bits)), 53
+        while not np.array_equal(replay, state):
+            num = (num << 64) | int(keystream.next_u64(replay))
+            n_bits += 64
+        lo, hi = Fraction(num, 2 ** n_bits), Fraction(num + 1, 2 ** n_bits)
+        assert (hi <= theta) if below else (lo >= theta)
+        answers.add(bool(below))
+    assert answers == {True, False}
+    assert exact.EXACT_PATH_CALLS["accept"] == before
 
 
 @pytest.mark.parametrize("sampler, bad", [

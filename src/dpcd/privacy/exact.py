@@ -51,10 +51,12 @@ The samplers
   proposals per draw at large σ. From σ = 2⁸ up the proposal has no
   logarithm (see ``BLOCK_SCALE``): ``|Y| = L·H + low`` with ``L ≥ t ln 2``,
   ``H`` geometric of ratio 1/2 (trailing zeros of keystream bits), ``low``
-  uniform below ``L``, ``−0`` rejected, and ``e^{−low/t}`` and
-  ``(2e^{−L/t})^H`` moved into the acceptance, whose ``exp`` is a
-  polynomial (:func:`_exp_neg`) that vectorises; one keystream word per
-  proposal (two from σ ≈ 2²⁷), about 1.83 proposals per draw.
+  in one of 8 sub-blocks of the block, taken with dyadic probabilities
+  ``p_i/2¹²`` close to the Laplace's shape, and uniform in it, ``−0``
+  rejected, and ``e^{−low/t}``, ``(2e^{−L/t})^H`` and ``p_0/p_i`` moved into
+  the acceptance, whose ``exp`` is a polynomial (:func:`_exp_neg`) that
+  vectorises; one keystream word per proposal (two from σ ≈ 2²⁷), about 1.4
+  proposals per draw (1.83 with uniform blocks).
 
 Parameters are restricted to ``2⁻¹⁰ ≤ t, σ ≤ 2⁴⁰`` (beyond, the float
 checks lose their margin; no solver comes near).
@@ -260,20 +262,23 @@ def _exact_laplace_magnitude(state, prefix, t):
     return _checked(_max_index(estimate, below))
 
 
-def _exact_accept(state, prefix, m, sigma, t, low=0, h=0, steps=0, n_bits=53):
+def _exact_accept(state, prefix, m, sigma, t, low=0, h=0, steps=0, n_bits=53, sub=1, sub0=1):
     """``U < exp(−γ*)`` exactly, for ``U``'s ``n_bits``-bit prefix:
-    ``γ* = (m − σ²/t)²/(2σ²) + low/t + h·(steps/t − ln 2)`` (the last two terms
-    are the block proposal's; ``ln 2`` is bounded at each precision)."""
+    ``γ* = (m − σ²/t)²/(2σ²) + low/t + h·(steps/t − ln 2) + ln(sub/sub0)`` (the
+    last three terms are the block proposal's, the last its sub-block's; the
+    logarithms are bounded at each precision)."""
     EXACT_PATH_CALLS["accept"] += 1
     s = Fraction(sigma)
     gamma = ((int(m) - s * s / Fraction(t)) ** 2 / (2 * s * s) + int(low) / Fraction(t)
              + int(h) * int(steps) / Fraction(t))
-    if gamma == 0 and h == 0:
+    ratio = Fraction(int(sub), int(sub0))
+    if gamma == 0 and h == 0 and ratio == 1:
         return True
 
     def ell(prec):
         ln2_lo, ln2_hi = _ln_bounds(Fraction(2), prec) if h else (0, 0)
-        return -gamma + int(h) * ln2_lo, -gamma + int(h) * ln2_hi
+        r_lo, r_hi = _ln_bounds(ratio, prec) if ratio != 1 else (0, 0)
+        return -gamma + int(h) * ln2_lo - r_hi, -gamma + int(h) * ln2_hi - r_lo
 
     return _Uniform(state, prefix, n_bits).below(ell)
 
@@ -461,22 +466,33 @@ def _accept_exact_path(state, prefix, m, sigma, t):
 
 # The discrete Gaussian's proposal at wide scales (σ ≥ BLOCK_SCALE), with no
 # logarithm: the magnitude M = L·H + low, with L ≥ t·ln 2 an integer, H
-# geometric of ratio 1/2 (the trailing zeros of keystream bits) and ``low``
-# uniform on {0, …, L − 1}, a sign bit, and −0 rejected. Each integer y is so
-# proposed with probability 2^{−H}/(4L); the acceptance
-# exp(−(|y| − σ²/t)²/(2σ²) − low/t − H·(L/t − ln 2)) ≤ 1 makes the product
-# proportional to exp(−y²/(2σ²)) again (the exponents' sum is −y²/(2σ²) + const).
+# geometric of ratio 1/2 (the trailing zeros of keystream bits) and ``low`` on
+# {0, …, L − 1}: the block is cut into 8 sub-blocks of length ℓ = L/8, sub-block
+# i is taken with the dyadic probability p_i/2¹² (p_i/p_0 ≥ e^{−iℓ/t}, close to
+# it: the Laplace shape), and ``low`` = iℓ + r with r uniform below ℓ; a sign
+# bit, and −0 rejected. Each integer y is so proposed with probability
+# 2^{−H}·p_i/(2¹³ℓ); the acceptance
+# exp(−(|y| − σ²/t)²/(2σ²) − low/t − H·(L/t − ln 2) − ln(p_i/p_0)) ≤ 1 makes the
+# product proportional to exp(−y²/(2σ²)) again (the exponents' sum is
+# −y²/(2σ²) + const; the acceptance is at most 1 as iℓ/t + ln(p_i/p_0) ≥ 0).
 # One keystream word and one exponential (a polynomial, see _exp_neg) per
-# proposal, about 1.85 proposals per draw (the envelope is 2 ln 2 ≈ 1.39 times
-# the one-word Laplace's). The word's bits: 0 the sign, 1-8 H (H ≥ 8 when all
-# are 0: more words are read), 9-24 the uniform below j (Lemire's multiply and
-# reject, the whole proposal rejected with probability below j/2¹⁶), the next e
-# the rest of ``low`` (L = j·2^e, j ≤ 256), and the top 39 − e bits U's prefix
-# for the acceptance; from e = 20 on, U's prefix is a second word's top 53 bits.
+# proposal, about 1.4 proposals per draw (the envelope is about 1.05 times the
+# one-word Laplace's; with uniform blocks, 2 ln 2 ≈ 1.39 times: 1.83 proposals).
+# The word's bits: 0 the sign, 1-8 H (H ≥ 8 when all are 0: more words are
+# read), 9-24 the uniform below j (Lemire's multiply and reject, the whole
+# proposal rejected with probability below j/2¹⁶), 25-36 the sub-block, the
+# next e − 3 the rest of r (L = j·2^e, j ≤ 256, e ≥ 3), and the top 30 − e bits
+# U's prefix for the acceptance; from e = 20 on, a second word gives the rest of
+# r (its low e − 3 bits) and U's prefix (its top 67 − e, at least 35 bits, as
+# e ≤ 32 for σ ≤ 2⁴⁰).
 BLOCK_SCALE = 2.0 ** 8
 # The block length is j·2^e with j at most this (so L ≤ t·ln 2·(1 + 2⁻⁷) + 2^e).
 _J_MAX = 256
-# From this many low bits on (L ≥ 2²⁷), U's prefix takes a word of its own.
+# Sub-blocks per block (2^_SUB_BITS), and the bits of their dyadic probabilities.
+_SUB_BITS = 3
+_SUB = 1 << _SUB_BITS
+_SUB_PREC = 12
+# From this many low bits on (L ≥ 2²⁷), a second word gives r's low bits and U's prefix.
 _E_ONE_WORD = 20
 # Largest γ the polynomial exponential takes: beyond, the acceptance
 # e^{−γ*} < e^{−59} < 2⁻⁸⁵ is below every nonzero prefix.
@@ -547,13 +563,14 @@ def _exp_neg(x):
 
 @njit(cache=True)
 def _block_length(t):
-    """``(L, j, e)``: the smallest ``L = j·2^e ≥ t·ln 2`` with ``j ≤ 256`` (``e`` minimal).
+    """``(L, j, e)``: the smallest ``L = j·2^e ≥ t·ln 2`` with ``j ≤ 256`` and ``e ≥ 3``
+    (``e`` minimal; so the 8 sub-blocks have the integer length ``j·2^{e−3}``).
 
     ``y = fl(t·fl(ln 2))`` is within ``(1 + 2⁻⁵³)²`` of ``t ln 2``, so
     ``⌊y(1 + 2⁻⁵⁰)⌋ + 1 > y(1 + 2⁻⁵¹) ≥ t ln 2``.
     """
     lmin = np.int64(np.floor(t * _LN2_F * (1.0 + 2.0 ** -50))) + 1
-    e = 0
+    e = _SUB_BITS
     while (lmin + (1 << e) - 1) >> e > _J_MAX:
         e += 1
     j = (lmin + (1 << e) - 1) >> e
@@ -561,15 +578,41 @@ def _block_length(t):
 
 
 @njit(cache=True, inline="always")
-def _block_fields(word, j, e, reject):
-    """``(H, low, valid)`` from a proposal's first word: ``H`` is 8 when bits 1-8
-    are all 0 (then :func:`_more_zeros` adds to it); ``valid`` is False when
-    Lemire's uniform below ``j`` rejects."""
-    h = np.int64(trailing_zeros((word >> np.uint64(1)) & np.uint64(0xFF) | np.uint64(0x100)))
+def _block_fields(word, second, j, e, reject):
+    """``(H, r, valid, c)`` from a proposal's words: ``H`` is 8 when bits 1-8
+    are all 0 (then :func:`_more_zeros` adds to it); ``r`` the offset in the
+    sub-block (its low ``e − 3`` bits are bits 37 on of ``word``, or from
+    ``e = 20`` on the low bits of the ``second`` word); ``valid`` is False when
+    Lemire's uniform below ``j`` rejects; ``c`` the sub-block's 12 bits (see
+    :func:`_sub_block`)."""
+    # H: the trailing zeros of bits 1-8 (8 if all are 0), as the exponent of the
+    # float 2^H = the lowest set bit b & −b (bit operations, which vectorise)
+    b = (word >> np.uint64(1)) & np.uint64(0xFF) | np.uint64(0x100)
+    h = np.int64(_as_bits(_as_float((b & (np.uint64(0) - b)) | _MAGIC) - _TWO52)
+                 >> np.uint64(52)) - 1023
     x = ((word >> np.uint64(9)) & np.uint64(0xFFFF)) * np.uint64(j)
-    low = np.int64(((x >> np.uint64(16)) << np.uint64(e))
-                   | ((word >> np.uint64(25)) & ((np.uint64(1) << np.uint64(e)) - np.uint64(1))))
-    return h, low, (x & np.uint64(0xFFFF)) >= np.uint64(reject)
+    c = (word >> np.uint64(25)) & np.uint64((1 << _SUB_PREC) - 1)
+    fine = np.uint64(e - _SUB_BITS)
+    bits = (second if e >= _E_ONE_WORD else word >> np.uint64(37))
+    r = np.int64(((x >> np.uint64(16)) << fine) | (bits & ((np.uint64(1) << fine) - np.uint64(1))))
+    return h, r, (x & np.uint64(0xFFFF)) >= np.uint64(reject), c
+
+
+@njit(cache=True, inline="always")
+def _sub_block(c, cum, dlam):
+    """``(i, λ)``: the sub-block ``i`` of the 12-bit value ``c`` (``cum[i] ≤ c <
+    cum[i + 1]``, so ``P(i) = p_i/2¹²``) and ``λ``, ``ln(p_i/p_0)`` as the sum of
+    ``dlam[k] = fl(ln(p_k/p_{k−1}))`` for ``k ≤ i`` (within ``2⁻⁴⁴``, see
+    :func:`_block_constants`), in floats (``c`` too: compares, products and sums
+    of floats vectorise, where selects did not)."""
+    a1, a2, a3, a4 = c >= cum[1], c >= cum[2], c >= cum[3], c >= cum[4]
+    a5, a6, a7 = c >= cum[5], c >= cum[6], c >= cum[7]
+    f1, f2, f3, f4 = np.float64(a1), np.float64(a2), np.float64(a3), np.float64(a4)
+    f5, f6, f7 = np.float64(a5), np.float64(a6), np.float64(a7)
+    i = f1 + f2 + f3 + f4 + f5 + f6 + f7
+    lm = (f1 * dlam[1] + f2 * dlam[2] + f3 * dlam[3] + f4 * dlam[4] + f5 * dlam[5]
+          + f6 * dlam[6] + f7 * dlam[7])
+    return i, lm
 
 
 @njit(cache=True)
@@ -586,19 +629,22 @@ def _more_zeros(state):
 
 
 @njit(cache=True, inline="always")
-def _block_exponent(m, h, low, inv_sigma, sigma_over_t, gap):
-    """``γ``, the float of ``γ* = (m − σ²/t)²/(2σ²) + low/t + h·(L/t − ln 2)``, and
-    ``eg``, a bound of ``|γ − γ*|`` (``gap`` = ``fl(fl(L/t) − fl(ln 2))``, within
-    ``2⁻⁵¹·⁸`` of ``L/t − ln 2``: the subtraction is exact, by Sterbenz)."""
+def _block_exponent(m, h, low, inv_sigma, sigma_over_t, gap, lam):
+    """``γ``, the float of ``γ* = (m − σ²/t)²/(2σ²) + low/t + h·(L/t − ln 2) + ln(p_i/p_0)``,
+    and ``eg``, a bound of ``|γ − γ*|`` (``gap`` = ``fl(fl(L/t) − fl(ln 2))``, within
+    ``2⁻⁵⁰·⁵`` of ``L/t − ln 2``, and exact by Sterbenz where ``L/t ≤ 2 ln 2``;
+    ``lam`` within ``2⁻⁴⁴`` of ``ln(p_i/p_0)``, see :func:`_sub_block`)."""
     v = m * inv_sigma - sigma_over_t
-    extra = low * inv_sigma + h * gap
+    extra = low * inv_sigma + h * gap + lam
     gamma = 0.5 * v * v + extra
     # t = σ, so σ/t = 1 exactly and inv_sigma = (1/σ)(1 + ε), |ε| ≤ 2⁻⁵³:
     # |v − v*| ≤ ev = (m/σ + 1 + |v|)·2⁻⁵¹; |v²/2 − v*²/2| ≤ ev(|v| + ev/2) + 2⁻⁵³γ;
-    # low/t errs by 2.01·2⁻⁵³ relative, h·gap by h·2⁻⁵¹, the two sums by 2⁻⁵³ each:
-    # |γ − γ*| ≤ eg = ev(|v| + 1) + 2⁻⁵⁰(γ + extra + h).
+    # low/t errs by 2.01·2⁻⁵³ relative, h·gap by h·2⁻⁵⁰, lam by 2⁻⁴⁴, the three sums by
+    # 2⁻⁵³ of their results (each below |extra| + 2|lam| + γ):
+    # |γ − γ*| ≤ eg = ev(|v| + 1) + 2⁻⁵⁰(γ + |extra| + 2|lam| + h) + 2⁻⁴⁴.
     ev = (m * inv_sigma + 1.0 + abs(v)) * 2.0 ** -51
-    return gamma, ev * (abs(v) + 1.0) + (gamma + extra + h) * 2.0 ** -50
+    return gamma, (ev * (abs(v) + 1.0) + (gamma + abs(extra) + 2.0 * abs(lam) + h) * 2.0 ** -50
+                   + 2.0 ** -44)
 
 
 @njit(cache=True, inline="always")
@@ -617,10 +663,37 @@ def _block_decision(a, ulp, gamma, eg, theta, widen):
 
 
 @njit(cache=True)
-def _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps):
+def _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps, sub, sub0):
     with objmode(accept="int64"):
-        accept = int(_exact_accept(state, prefix, m, sigma, t, low, h, steps, bits))
+        accept = int(_exact_accept(state, prefix, m, sigma, t, low, h, steps, bits, sub, sub0))
     return accept
+
+
+@njit(cache=True)
+def _block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma, sigma_over_t, steps,
+                  gap, widen, lam, sub, sub0):
+    """The acceptance of a block proposal that ``U``'s ``bits``-bit prefix left
+    undecided (1 or 0).
+
+    ``U``'s expansion goes on with the top ``53 − bits`` bits of the next
+    keystream word (fresh uniform bits, as the exact path's are), and the floats
+    decide again on the 53-bit prefix; the exact path runs only if that is
+    undecided too (probability about ``2⁻⁴¹`` instead of ``2^{−bits}``: the
+    prefix has 23 bits at ``s = 2·10⁷``, and the exact path costs milliseconds).
+    Under the test hook (``widen > 1``) the exact path takes the short prefix as
+    it is, and reads what the fast path reads.
+    """
+    if widen == 1.0 and bits < 53:
+        extra = 53 - bits
+        prefix = (prefix << extra) | np.int64(next_u64(state) >> np.uint64(64 - extra))
+        bits = 53
+        gamma, eg = _block_exponent(np.float64(m), np.float64(h), np.float64(low), inv_sigma,
+                                    sigma_over_t, gap, lam)
+        accept = _block_decision(np.float64(prefix) * _ULP53, _ULP53, gamma, eg,
+                                 _exp_neg(min(max(gamma, 0.0), _FAR)), widen)
+        if accept >= 0:
+            return accept
+    return _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps, sub, sub0)
 
 
 @njit(cache=True)
@@ -636,16 +709,19 @@ def _gaussian_constants(sigma):
 
 
 @njit(cache=True, inline="always")
-def _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, gap, widen):
+def _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, gap, cum, lam,
+                pw, widen):
     """One discrete Gaussian draw by the block proposal, one proposal at a time."""
     two_words = e >= _E_ONE_WORD
     while True:
         word = next_u64(state)
-        if two_words:
-            prefix, bits = np.int64(next_u64(state) >> np.uint64(12)), 52
-        else:
-            prefix, bits = np.int64(word >> np.uint64(25 + e)), 39 - e
-        h, low, valid = _block_fields(word, j, e, reject)
+        second = next_u64(state) if two_words else word
+        bits = 67 - e if two_words else 30 - e
+        prefix = np.int64(second >> np.uint64(64 - bits))
+        h, r, valid, c = _block_fields(word, second, j, e, reject)
+        subf, lm = _sub_block(np.float64(c), cum, lam)
+        sub = np.int64(subf)
+        low = sub * (steps >> _SUB_BITS) + r
         if h == 8:
             h += _more_zeros(state)
         negative = word & np.uint64(1)
@@ -653,11 +729,12 @@ def _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, g
         if not valid or (negative and m == 0):
             continue
         gamma, eg = _block_exponent(np.float64(m), np.float64(h), np.float64(low), inv_sigma,
-                                    sigma_over_t, gap)
+                                    sigma_over_t, gap, lm)
         accept = _block_decision(np.float64(prefix) * _POW2[bits], _POW2[bits], gamma, eg,
-                                 _exp_neg(min(gamma, _FAR)), widen)
+                                 _exp_neg(min(max(gamma, 0.0), _FAR)), widen)
         if accept < 0:
-            accept = _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps)
+            accept = _block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma,
+                                   sigma_over_t, steps, gap, widen, lm, pw[sub], pw[0])
         if accept == 1:
             return -m if negative else m
 
@@ -690,7 +767,7 @@ def fill_discrete_gaussian(state, sigma, out):
     depends only on their number, so the law is intact). Below
     :data:`BLOCK_SCALE`, two keystream words per proposal (the discrete
     Laplace's, the acceptance's), about 1.3 proposals per draw; from it on,
-    the block proposal, one word per proposal (two from σ ≈ 2²⁷), about 1.85
+    the block proposal, one word per proposal (two from σ ≈ 2²⁷), about 1.4
     proposals per draw. Fewer than ``_SMALL`` draws are made one at a time.
     """
     _fill_gaussian(state, sigma, out, sigma >= BLOCK_SCALE)
@@ -757,10 +834,46 @@ def _fill_gaussian_laplace(state, sigma, out):
 
 @njit(cache=True)
 def _block_constants(t, inv_sigma):
+    """The block proposal's constants: ``L``, ``j``, ``e``, Lemire's rejection
+    threshold, ``fl(L/t − ln 2)``, and the sub-blocks' cumulative dyadic
+    probabilities (in units of 2⁻¹²), ``fl(ln(p_i/p_0))`` and the ``p_i``."""
     steps, j, e = _block_length(t)
     reject = (1 << 16) % j                # Lemire: 2¹⁶ mod j
     gap = np.float64(steps) * (1.0 / t) - _LN2_F
-    return steps, j, e, reject, gap
+    # p_i ∝ e^{−iℓ/t}, rounded up for i ≥ 1 (so p_0 is rounded down): then
+    # d_i = iℓ/t + ln(p_i/p_0) ≥ 0, and the acceptance is at most 1. Checked in
+    # floats with a margin 2⁻⁴⁰ above their error (iℓ/t within 2⁻⁵⁰; the ratio's
+    # rounding and log's 2⁻⁴⁸ relative, |ln(p_i/p_0)| ≤ 12 ln 2: within 2⁻⁴⁴·⁵),
+    # bumping p_i if needed (the check holds for the exact values already).
+    x = np.float64(steps >> _SUB_BITS) / t
+    w = np.exp(-x * np.arange(_SUB))
+    total = 1 << _SUB_PREC
+    pw = np.empty(_SUB, dtype=np.int64)
+    for i in range(1, _SUB):
+        pw[i] = max(1, np.int64(np.ceil(total * w[i] / w.sum())))
+    pw[0] = total - pw[1:].sum()
+    done = False
+    while not done:
+        done = True
+        for i in range(1, _SUB):
+            if i * x + np.log(np.float64(pw[i]) / np.float64(pw[0])) < 2.0 ** -40:
+                pw[i] += 1
+                pw[0] -= 1
+                done = False
+    cum = np.zeros(_SUB)
+    dlam = np.zeros(_SUB)
+    for i in range(1, _SUB):
+        cum[i] = cum[i - 1] + pw[i - 1]
+        # within 2⁻⁵³ + 2⁻⁴⁸ of ln(p_i/p_{i−1}) if that is at most 1 in magnitude; so
+        # their partial sums (7 terms below 7, 7 roundings of 2⁻⁵³·7) are within
+        # 7·2⁻⁴⁷·⁹ + 49·2⁻⁵³ < 2⁻⁴⁴ of ln(p_i/p_0)
+        dlam[i] = np.log(np.float64(pw[i]) / np.float64(pw[i - 1]))
+        if abs(dlam[i]) > 0.99:
+            raise ValueError("discrete_gaussian: the block proposal's scale is too small")
+    # tuples (cum as floats, exact): the kernels' loops keep them in registers
+    return (steps, j, e, reject, gap,
+            (cum[0], cum[1], cum[2], cum[3], cum[4], cum[5], cum[6], cum[7]),
+            (dlam[0], dlam[1], dlam[2], dlam[3], dlam[4], dlam[5], dlam[6], dlam[7]), pw)
 
 
 # Proposals per batch of the block proposal.
@@ -770,17 +883,18 @@ _BLOCK_BATCH = 256
 @njit(cache=True)
 def _fill_gaussian_blocks(state, sigma, out):
     t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
-    steps, j_max, e, reject, gap = _block_constants(t, inv_sigma)
+    steps, j_max, e, reject, gap, cum, lam, pw = _block_constants(t, inv_sigma)
     widen = _widen(state)
     if out.size < _SMALL:
         for i in range(out.size):
             out[i] = _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j_max, e,
-                                 reject, gap, widen)
+                                 reject, gap, cum, lam, pw, widen)
         return
     two_words = e >= _E_ONE_WORD
     per = 2 if two_words else 1
-    # U's prefix: the top 52 bits of the second word, or the first's top 39 − e
-    bits = 52 if two_words else 39 - e
+    # U's prefix: the second word's top 67 − e bits (the low e − 3 are r's), or the
+    # first's top 30 − e
+    bits = 67 - e if two_words else 30 - e
     shift = np.uint64(64 - bits)
     ulp = _POW2[bits]
     fsteps = np.float64(steps)
@@ -788,41 +902,57 @@ def _fill_gaussian_blocks(state, sigma, out):
     words = np.empty(per * batch, dtype=np.uint64)
     ints = np.empty((4, batch), dtype=np.int64)
     high, low, decision, draws = ints[0], ints[1], ints[2], ints[3]
-    raw = np.empty(3 * batch, dtype=np.uint64)   # H, low and the prefix, as floats + 2⁵²
+    # H, low, U's prefix and the sub-block's bits, as floats + 2⁵² (rows: contiguous)
+    raw = np.empty((4, batch), dtype=np.uint64)
     as_float = raw.view(np.float64)
+    rh, rl, rp, rc = raw[0], raw[1], raw[2], raw[3]
+    fh, fl, fp, fc = as_float[0], as_float[1], as_float[2], as_float[3]
+    fsub = np.float64(steps >> _SUB_BITS)
+    floats = np.empty((2, batch))
+    subs, lams = floats[0], floats[1]
     valid = np.empty(batch, dtype=np.int64)
     i = 0
     while i < out.size:
         left = out.size - i
-        k = min(batch, 2 * left + 4)
+        # about 1.4 proposals per draw
+        k = min(batch, left + left // 2 + 8)
         fill_u64(state, words[:per * k])
         # loops without branches or calls vectorise; the rare cases get loops apart
         for j in range(k):
             w = words[per * j]
-            h, lo, ok = _block_fields(w, j_max, e, reject)
-            high[j], low[j] = h, lo
-            # the block proposal proposes −0 too: rejected
-            valid[j] = np.int64(ok & ((h != 0) | (lo != 0) | ((w & np.uint64(1)) == 0)))
-            raw[3 * j] = np.uint64(h) | _MAGIC
-            raw[3 * j + 1] = np.uint64(lo) | _MAGIC
-            raw[3 * j + 2] = (words[per * j + per - 1] >> shift) | _MAGIC
+            h, r, ok, c = _block_fields(w, words[per * j + per - 1], j_max, e, reject)
+            high[j] = h
+            # the block proposal proposes −0 too: rejected (low is 0 iff r is and c < cum[1])
+            valid[j] = np.int64(ok & ((h != 0) | (r != 0) | (c >= np.uint64(cum[1]))
+                                      | ((w & np.uint64(1)) == 0)))
+            rh[j] = np.uint64(h) | _MAGIC
+            rl[j] = np.uint64(r) | _MAGIC
+            rp[j] = (words[per * j + per - 1] >> shift) | _MAGIC
+            rc[j] = c | _MAGIC
         for j in range(k):                  # H past 8: probability 2⁻⁸
             if high[j] == 8:
                 high[j] += _more_zeros(state)
-                raw[3 * j] = _MAGIC
-                as_float[3 * j] = _TWO52 + np.float64(high[j])
+                rh[j] = _MAGIC
+                fh[j] = _TWO52 + np.float64(high[j])
+        for j in range(k):                  # the sub-block: low = iℓ + r (exact floats)
+            subs[j], lams[j] = _sub_block(fc[j] - _TWO52, cum, lam)
+            fl[j] += subs[j] * fsub
         for j in range(k):
-            hf = as_float[3 * j] - _TWO52
-            lf = as_float[3 * j + 1] - _TWO52
-            gamma, eg = _block_exponent(hf * fsteps + lf, hf, lf, inv_sigma, sigma_over_t, gap)
-            decision[j] = valid[j] * _block_decision((as_float[3 * j + 2] - _TWO52) * ulp, ulp,
-                                                     gamma, eg, _exp_neg(min(gamma, _FAR)),
-                                                     widen)
+            hf = fh[j] - _TWO52
+            lf = fl[j] - _TWO52
+            gamma, eg = _block_exponent(hf * fsteps + lf, hf, lf, inv_sigma, sigma_over_t, gap,
+                                        lams[j])
+            decision[j] = valid[j] * _block_decision((fp[j] - _TWO52) * ulp, ulp,
+                                                     gamma, eg,
+                                                     _exp_neg(min(max(gamma, 0.0), _FAR)), widen)
+        for j in range(k):
+            low[j] = np.int64(rl[j] ^ _MAGIC)
         for j in range(k):
             if decision[j] < 0:
-                decision[j] = _block_exact_path(state, np.int64(words[per * j + per - 1] >> shift),
-                                                bits, steps * high[j] + low[j], sigma, t,
-                                                low[j], high[j], steps)
+                decision[j] = _block_settle(state, np.int64(words[per * j + per - 1] >> shift),
+                                            bits, steps * high[j] + low[j], high[j], low[j],
+                                            sigma, t, inv_sigma, sigma_over_t, steps, gap, widen,
+                                            lams[j], pw[np.int64(subs[j])], pw[0])
         # the accepted proposals, in order
         n_accepted = 0
         for j in range(k):
@@ -844,9 +974,9 @@ def discrete_gaussian(state, sigma):
     t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
     widen = _widen(state)
     if sigma >= BLOCK_SCALE:
-        steps, j, e, reject, gap = _block_constants(t, inv_sigma)
+        steps, j, e, reject, gap, cum, lam, pw = _block_constants(t, inv_sigma)
         return _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, gap,
-                           widen)
+                           cum, lam, pw, widen)
     return _laplace_proposal_draw(state, sigma, t, c, inv_sigma, sigma_over_t, widen)
 
 
