@@ -17,8 +17,9 @@ each, their ratio, and the relative change of the noise multiplier z
 (new/old - 1; 1/ε′ for DP-GCD). ``--recheck`` also re-evaluates each new z
 that PLD calibrated at a 10x finer discretisation (slow: minutes for
 millions of steps) and prints the ε found there. ``--evaluations`` adds
-this tree's accountant evaluations per event (how many PLD and RDP, and
-their CPU seconds: where a calibration's time goes).
+each search's accountant evaluations per event, the baseline's then this
+tree's (how many PLD and RDP, and their CPU seconds: where a calibration's
+time goes; DP-GCD's own compositions are not counted).
 
 Events come from the configs as a solve job makes them: each private
 solver entry's calibration (its spec's ``calibrate``, the one a run calls)
@@ -175,11 +176,11 @@ def timed(module, event):
     return time.process_time() - start, z, used
 
 
-def count_evaluations():
-    """Record each accountant evaluation of this tree's search (kind, CPU
+def count_evaluations(module):
+    """Record each accountant evaluation of ``module``'s search (kind, CPU
     seconds) in the returned list, cleared by the caller between events."""
     log = []
-    raw = accounting._epsilon.__wrapped__
+    raw = module._epsilon.__wrapped__
 
     def timed_epsilon(spec, z, delta, kind, relation, discretization):
         start = time.process_time()
@@ -188,7 +189,7 @@ def count_evaluations():
         finally:
             log.append((kind, time.process_time() - start))
 
-    accounting._epsilon = functools.lru_cache(maxsize=65536)(timed_epsilon)
+    module._epsilon = functools.lru_cache(maxsize=65536)(timed_epsilon)
     return log
 
 
@@ -207,8 +208,8 @@ def main():
     parser.add_argument("--recheck", action="store_true",
                         help="re-evaluate each new PLD z at a 10x finer discretisation")
     parser.add_argument("--evaluations", action="store_true",
-                        help="also count this tree's accountant evaluations per event (PLD "
-                             "and RDP: how many, CPU seconds)")
+                        help="also count each search's accountant evaluations per event "
+                             "(PLD and RDP: how many, CPU seconds; old, then new)")
     parser.add_argument("--limit", type=int, default=None, help="time only the first N events")
     parser.add_argument("--every", type=int, default=1,
                         help="time every k-th event only (a sample across the configs)")
@@ -231,13 +232,13 @@ def main():
     total_old = total_new = 0.0
     worst = 0.0
     seconds = {}
-    log = count_evaluations() if args.evaluations else None
-    counts = {}  # kind: [evaluations, CPU s]
+    logs = (count_evaluations(old), count_evaluations(accounting)) if args.evaluations else ()
+    counts = {}  # (old/new, kind): [evaluations, CPU s]
     for event in events:
         gcd_event = event[0] == "dp_gcd"
-        t_old, z_old, _ = timed(old_gcd if gcd_event else old, event)
-        if log is not None:
+        for log in logs:
             log.clear()
+        t_old, z_old, _ = timed(old_gcd if gcd_event else old, event)
         t_new, z_new, used = timed(gcd if gcd_event else accounting, event)
         seconds[event] = t_old, t_new
         total_old, total_new = total_old + t_old, total_new + t_new
@@ -250,11 +251,12 @@ def main():
             name, eps = spec + " " + event[4], event[1]
         line = (f"{name:58} {eps:5g} {t_old:7.2f} {t_new:7.2f} "
                 f"{t_old / max(t_new, 1e-9):6.1f} {change:+9.2e} {used}")
-        if log is not None:
+        for which, log in zip(("old", "new"), logs):
+            line += f"  {which}"
             for kind in ("pld", "rdp"):
                 mine = [t for k, t in log if k == kind]
-                line += f"  {kind} {len(mine)}x {sum(mine):.2f}s"
-                total = counts.setdefault(kind, [0, 0.0])
+                line += f" {kind} {len(mine)}x {sum(mine):.2f}s"
+                total = counts.setdefault((which, kind), [0, 0.0])
                 total[0], total[1] = total[0] + len(mine), total[1] + sum(mine)
         if args.recheck and used == "pld" and not gcd_event:
             fine = recheck(event, z_new)
@@ -265,8 +267,8 @@ def main():
         t_old, t_new = (sum(t[i] for t in timed_here) for i in (0, 1))
         print(f"{path}: {len(timed_here)} events, old {t_old:.1f} s, new {t_new:.1f} s, "
               f"ratio {t_old / max(t_new, 1e-9):.2f}")
-    for kind, (n, t) in counts.items():
-        print(f"{kind} evaluations (this tree): {n}, {t:.1f} CPU s")
+    for (which, kind), (n, t) in counts.items():
+        print(f"{kind} evaluations ({which}): {n}, {t:.1f} CPU s")
     print(f"total: old {total_old:.1f} s, new {total_new:.1f} s, ratio "
           f"{total_old / max(total_new, 1e-9):.2f}; max |dz/z| {worst:.2e}")
 

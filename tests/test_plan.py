@@ -13,6 +13,7 @@ import yaml
 from snakemake.utils import validate
 
 from dpcd import plan
+from dpcd.plan import lattice
 from dpcd.algorithms import get, plan_facts
 from dpcd.data.registry import generated_sources, registry
 
@@ -440,12 +441,19 @@ def test_coarse_to_fine_jobs_specs_and_costs():
     base = make(fine(small_config())).solve_spec("big", "dp_cd")
     assert p.stages("big") == ("screen", "refine", "confirm")
     assert p.selects("big") == ("screen", "refine")
-    # cd (no geomspace axis) has no refine job
-    assert [j.stage for j in p.jobs("big")] == ["screen"] * 6 + ["refine"] * 4 + ["confirm"] * 6
+    # cd (no geomspace axis) has no refine job; dp_cd and dp_sgd one each, not
+    # their 2 chunks: a threshold kept at the grid's end (positions 8 and 9,
+    # both on the lattice) has no neighbour off it, so a group may refine
+    # nothing, and a second chunk could run nothing
+    assert [j.stage for j in p.jobs("big")] == ["screen"] * 6 + ["refine"] * 2 + ["confirm"] * 6
+    assert p.least_configurations("big", "dp_cd", "refine") == 0
+    # the confirm runs at least the best of each group
+    n_groups = len(p.config_passes("big", "dp_cd", "confirm")) // 2
+    assert p.least_configurations("big", "dp_cd", "confirm") == n_groups >= 2
     assert p.solve_spec("big", "dp_cd", "screen") == {**base, "stage": "screen", "seeds": 1,
                                                       "stride": 2}
     assert p.solve_spec("big", "dp_cd", "refine") == {
-        **base, "stage": "refine", "seeds": 1, "stride": 2,
+        **base, "stage": "refine", "seeds": 1, "stride": 2, "chunks": 1,
         "selection": "results/selection/big/screen.csv"}
     assert p.solve_spec("big", "dp_cd", "confirm") == {
         **base, "stage": "confirm", "selection": "results/selection/big/refine.csv",
@@ -463,6 +471,14 @@ def test_coarse_to_fine_jobs_specs_and_costs():
     assert len(p.config_passes("big", "dp_cd", "refine")) == n_groups * 1 * 2
     assert len(p.config_passes("big", "dp_cd", "confirm")) == n_groups * 2
     assert plan.coarse_indices(4, 2) == [0, 2, 3]
+    # the fewest a kept lattice point's box leaves off the lattice: DP-CD's
+    # thresholds at stride 3 (at 99: 97 and 98 of 97-99), with its steps at
+    # stride 2 (at 9: 8 and 9, both on the lattice) 3 x 2 - 1 x 2
+    clip, dp_cd_step = {"geomspace": [1e-3, 1e6, 100]}, {"geomspace": [1e-2, 10.0, 10]}
+    assert lattice.refine_least({"clip": clip}, 3) == 2
+    assert lattice.refine_least({"clip": clip, "step": dp_cd_step}, 3) == 4
+    assert lattice.refine_least({"clip": {"geomspace": [0.01, 10.0, 10]}}, 2) == 0
+    assert lattice.refine_least({"step": [1, 2]}, 3) == 0  # no geomspace axis
     # the lattice is at most 0.7 decades apart: small_config's thresholds are
     # one decade apart already, so a stride coarsens nothing there
     assert plan.axis_stride({"geomspace": [0.01, 10.0, 4]}, 3) == 1

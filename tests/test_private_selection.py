@@ -76,6 +76,23 @@ def test_training_noise_is_the_calibrated_multiplier_of_its_per_candidate_target
     assert more.train_epsilon > cal.train_epsilon  # a larger budget buys less noise
 
 
+def test_one_training_event_is_searched_on_its_multiplier():
+    """One training event: its z searched directly (not through ε_t) is,
+    within the RDP calibrations' tolerance, the calibrated multiplier of the
+    per-candidate ε_t it spends, and meets the target tightly."""
+    from dpcd.privacy import accounting
+
+    spec = ("gaussian", 30)
+    cal = calibration.calibrate_selection([spec], 2.0, 1e-5, 10.0, 1.0, 0.1)
+    z = cal.train_multipliers[spec]
+    z_ref, _, _ = accounting.calibrate_multiplier(spec, cal.train_epsilon, 1e-5, "rdp",
+                                                  "replace_one")
+    assert z == pytest.approx(z_ref, rel=2 * accounting.RDP_Z_TOLERANCE)
+    assert 2.0 * (1 - 1e-5) <= cal.epsilon_achieved <= 2.0
+    assert calibration.selection_epsilon([(spec, z * (1 - 1e-5))], cal.score_spec,
+                                         cal.score_multiplier, 10.0, 1.0, 1e-5) > 2.0
+
+
 def test_several_training_events_are_bounded_by_their_curves():
     """The grid's mixture: at least each event's own repeat-and-select ε, at
     most that of an event dominating both curves (their composition)."""

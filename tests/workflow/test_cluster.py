@@ -5,6 +5,7 @@ default configuration run on a real single-node SLURM cluster
 The executor plugin's failures are hangs, so every subprocess has a timeout.
 """
 
+import functools
 import importlib.util
 import os
 import re
@@ -58,15 +59,22 @@ def _jobs(text):
     return jobs
 
 
-@pytest.mark.parametrize("config", PAPER, ids=[p.stem for p in PAPER])
-def test_slurm_profile_plans_every_paper_config(clone, config):
+@functools.cache
+def _slurm_plan(clone, name):
+    """(returncode, output) of the dry run of config/paper/``name`` through the
+    SLURM profile, shell commands printed; once per module (two tests read it)."""
     proc = subprocess.run(
         [str(BIN / "snakemake"), "--workflow-profile", "config/profiles/slurm", "-n",
-         "--printshellcmds", "--configfile", f"config/paper/{config.name}"],
+         "--printshellcmds", "--configfile", f"config/paper/{name}"],
         cwd=clone, env=snakemake_env(), capture_output=True, text=True, timeout=300,
     )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("config", PAPER, ids=[p.stem for p in PAPER])
+def test_slurm_profile_plans_every_paper_config(clone, config):
+    returncode, out = _slurm_plan(clone, config.name)
+    assert returncode == 0, out[-4000:]
     jobs = _jobs(out)
     assert {"solve", "aggregate", "summary", "reference"} <= {rule for rule, _, _ in jobs}
     assert all(command.startswith("dpcd ") for rule, _, command in jobs if rule != "all")
@@ -84,13 +92,14 @@ def test_slurm_profile_plans_every_paper_config(clone, config):
         assert str(clone) not in command and str(BIN.parent) not in command, command
 
 
-def _dry_run(clone, *args):
-    proc = subprocess.run(
-        [str(BIN / "snakemake"), "-n", *args], cwd=clone, env=snakemake_env(),
-        capture_output=True, text=True, timeout=300,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
+def _dry_run(clone, *args, out=None):
+    if out is None:
+        proc = subprocess.run(
+            [str(BIN / "snakemake"), "-n", *args], cwd=clone, env=snakemake_env(),
+            capture_output=True, text=True, timeout=300,
+        )
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-4000:]
     logged = re.search(
         r"dpcd: estimated solve cost ([0-9.e+]+) core-hours in (\d+) solve jobs "
         r"\(([^)]*)\); largest job ([0-9.e+]+) core-hours", out)
@@ -108,8 +117,9 @@ def test_exhaustive_grid_is_cut_for_the_cluster(clone):
     estimated at <= chunk_core_hours (2); the default profile keeps the
     configured chunks (and the same total)."""
     config = "config/paper/dpscd_aaai21.yaml"
-    total, n_jobs, sizing, largest, solve_jobs = _dry_run(
-        clone, "--workflow-profile", "config/profiles/slurm", "--configfile", config)
+    returncode, out = _slurm_plan(clone, "dpscd_aaai21.yaml")  # the plan above's dry run
+    assert returncode == 0, out[-4000:]
+    total, n_jobs, sizing, largest, solve_jobs = _dry_run(clone, out=out)
     assert PROFILE["config"] == ["chunk_core_hours=2", "search=grid"]
     assert sizing == "chunk_core_hours: 2"
     assert n_jobs == solve_jobs and largest <= 2

@@ -137,15 +137,16 @@ def _experiment(config, name, chunks, solvers):
 
 
 def test_concurrent_jobs_and_workflows_share_one_store(finished_workdir, tmp_path):
-    """Workflow A (--cores 4, 8 solve jobs) and workflow B (another config, other
-    experiment names, 2 solve jobs) run at once against one SQLite store: every
-    configuration of both arrives exactly once, FINISHED, and matches its table."""
+    """Workflow A (--cores 4, 4 solve jobs at once) and workflow B (another
+    config, other experiment names, 2 solve jobs) run at once against one SQLite
+    store: every configuration of both arrives exactly once, FINISHED, and
+    matches its table."""
     store = tmp_path / "shared"
     store.mkdir()
     uri = f"sqlite:///{store}/mlflow.db"
     procs = {}
     grids = {
-        "conc_a": (4, 8, {"dp_cd": {"step": [0.3, 1.0], "clip": [0.1, 1.0]}}),
+        "conc_a": (4, 4, {"dp_cd": {"step": [0.3, 1.0], "clip": [0.1, 1.0]}}),
         "conc_b": (2, 2, {"dp_sgd": {"step": [0.1, 0.3], "clip": [1.0]}}),
     }
     for name, (cores, chunks, solvers) in grids.items():

@@ -8,6 +8,7 @@ selection agrees with the grid's (same configuration, or within one standard
 error of its mean objective over all seeds)."""
 
 import copy
+import json
 import re
 import shutil
 
@@ -53,10 +54,11 @@ CONFIG = {
     },
     "experiments": {
         "grid": EXPERIMENT,
-        # in 2 chunks (each stage's jobs, the selects read both): the others in
-        # 1, each solve job being seconds of start-up around milliseconds of runs
+        # in 3 chunks (each stage's jobs, the selects read them all; the confirm
+        # in 2, the groups whose best it is sure to run): the others in 1, each
+        # solve job being seconds of start-up around milliseconds of runs
         "staged": {**EXPERIMENT, "search": "staged", "search_keep": KEEP, "search_stride": 1,
-                   "chunks": 2},
+                   "chunks": 3},
         "coarse": {**EXPERIMENT, "search": "staged", "search_keep": KEEP, "search_stride": 2,
                    "search_refine": 1},
         # a multi-fidelity screen: 1 of 2 passes, 3 of 5, then 3 promoted per group
@@ -80,12 +82,17 @@ def staged(tmp_path_factory):
 
 
 def test_job_graph_known_before_anything_runs(staged):
-    _, planned = staged
-    # grid: 2 solvers; staged: 2 solvers x 2 chunks for screen and for confirm;
+    workdir, planned = staged
+    # grid: 2 solvers; staged: 2 solvers x 3 chunks for the screen, x 2 for the
+    # confirm (of the KEEP per group it is sure of each group's best: 2 groups);
     # coarse: and dp_cd's refine (dp_sgd has no geomspace axis: no refine);
     # fidelity: screen, promote, confirm
-    assert planned["solve"] == 2 + (4 + 4) + (2 + 1 + 2) + (2 + 2 + 2)
+    assert planned["solve"] == 2 + (6 + 4) + (2 + 1 + 2) + (2 + 2 + 2)
     assert planned["select"] == 1 + 2 + 2
+    # and no solve job ran nothing
+    ran = [json.loads(p.read_text())["configurations"]
+           for p in (workdir / "results" / "runs").glob("*/*/**/chunk*.timing.json")]
+    assert len(ran) == planned["solve"] and min(ran) > 0
 
 
 def test_screen_one_seed_confirm_the_kept_on_every_seed(staged):

@@ -116,10 +116,9 @@ def test_mlflow_ui_shows_error_and_budget_columns(finished_workdir, tmp_path):
                    "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=2000,900",
                    "--virtual-time-budget=20000"]
         png = tmp_path / "mlflow_ui.png"
-        subprocess.run([*browser, f"--screenshot={png}", url], capture_output=True,
-                       timeout=180)
-        dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True,
-                             timeout=180).stdout
+        # one page load: the screenshot to its file, the DOM to stdout
+        dom = subprocess.run([*browser, f"--screenshot={png}", "--dump-dom", url],
+                             capture_output=True, text=True, timeout=180).stdout
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)

@@ -100,6 +100,19 @@ class Costs:
             n_eps = 1
         return [k for _ in range(n_eps) for k in owner.passes(stage, passes) for _ in range(rest)]
 
+    def least_configurations(self, experiment, solver, stage):
+        """At least how many configurations the stage runs of a solver entry:
+        :meth:`config_passes`' count where it is known before anything runs,
+        fewer where a select's choice decides it
+        (:meth:`.search.Search.least_configurations`)."""
+        owner = self.owner(experiment, stage)
+        full = grid_size(solver_entry(self.experiment(experiment), solver)[1])
+        per_group = owner.configurations(solver, stage, full)
+        if not per_group:
+            return 0
+        groups = len(self.config_passes(experiment, solver, stage)) // per_group
+        return groups * owner.least_configurations(solver, stage, full)
+
     def _hours(self, experiment, solver, stage, passes, seeds=None):
         """Core-hours of configurations with these passes, on the stage's seeds."""
         exp = self.experiment(experiment)
@@ -120,16 +133,20 @@ class Costs:
         """Solve jobs of one solver's sweep: the experiment's ``chunks`` (fewer
         in a stage with a ``least_job_hours``, so that each job's estimate
         reaches it), or with ``chunk_core_hours`` set, enough (round-robin, as
-        dpcd.sweep.run cuts them) that no job's estimate exceeds it; never more
-        chunks than configurations (a configuration's seeds run in one job, so
-        a further chunk would start a process to run nothing; none in a stage
-        without configurations, such as a refine without a geomspace axis)."""
+        dpcd.sweep.run cuts them) that no job's estimate exceeds it. Never more
+        chunks than configurations the stage is sure to run (a configuration's
+        seeds run in one job, so a further chunk would start a process to run
+        nothing; none in a stage without configurations, such as a refine
+        without a geomspace axis): in a stage that runs what a select kept,
+        the fewest it can keep (:meth:`least_configurations`), unless
+        ``chunk_core_hours`` asks for more."""
         passes = self.config_passes(experiment, solver, stage)
         n_configs = len(passes)
         owner = self.owner(experiment, stage)
         chunks, sized = owner.chunks(stage, n_configs)
         if sized:  # chunks of configurations, not of a private search's seeds
-            chunks = min(chunks, n_configs)
+            chunks = min(chunks, n_configs, max(1, self.least_configurations(
+                experiment, solver, stage)))
         if owner.least_job_hours:
             work = self._hours(experiment, solver, stage, passes)
             chunks = max(1, min(chunks, math.floor(work / owner.least_job_hours)))

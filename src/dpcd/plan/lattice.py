@@ -5,6 +5,7 @@ that the planner (how many configurations each stage runs) and the sweep
 Standard library only; it imports nothing of dpcd.
 """
 
+import itertools
 import math
 
 # The staged search's stages, in order (a configuration runs only some of them:
@@ -86,6 +87,22 @@ def refine_bound(grid, stride, kept):
     axes = [(int(v["geomspace"][2]), axis_stride(v, stride)) for v in geomspace_axes(grid)]
     box = math.prod(min(2 * k - 1, num) for num, k in axes)
     return min(grid_size(grid) - coarse_size(grid, stride), kept * (box - 1))
+
+
+def refine_least(grid, stride):
+    """At least how many configurations per (epsilon, passes) the refine runs:
+    the off-lattice configurations of the box of one kept lattice point, the
+    point whose box holds fewest (at a grid's end, a box can hold none on an
+    axis whose last two positions are both on the lattice)."""
+    axes = [(int(v["geomspace"][2]), axis_stride(v, stride)) for v in geomspace_axes(grid)]
+    lattices = [coarse_indices(num, k) for num, k in axes]
+    fewest = None
+    for point in itertools.product(*lattices):
+        box = [[q for q in range(num) if abs(q - p) <= k - 1] for (num, k), p in zip(axes, point)]
+        off = (math.prod(map(len, box))
+               - math.prod(len(set(b) & set(on)) for b, on in zip(box, lattices)))
+        fewest = off if fewest is None else min(fewest, off)
+    return fewest or 0
 
 
 class Lattice:

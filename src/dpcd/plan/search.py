@@ -56,6 +56,13 @@ class Search(ABC):
         entry ``solver``, whose grid has ``full``."""
         return full
 
+    def least_configurations(self, solver, stage, full):
+        """At least how many configurations per (epsilon, passes) ``stage``
+        runs: as many as :meth:`configurations` where a stage's are known
+        before anything runs. Its chunks never outnumber them, so that no
+        solve job runs nothing."""
+        return self.configurations(solver, stage, full)
+
     def passes(self, stage, passes):
         """The passes each configuration of ``stage`` runs (the entry's ``passes``)."""
         return passes

@@ -73,6 +73,18 @@ class Staged(Search):
             return lattice.coarse_size(grid, self.stride)
         return lattice.refine_bound(grid, self.stride, self.exp["search_refine"])
 
+    def least_configurations(self, solver, stage, full):
+        """A select keeps at least its best of each (epsilon, passes), so the
+        promote and the confirm run at least one configuration there, and
+        the refine at least the fewest a kept lattice point's box holds
+        (:func:`~.lattice.refine_least`): how many each selects is known only
+        when it has run."""
+        if stage in KEEP:
+            least = (lattice.refine_least(solver_entry(self.exp, solver)[1], self.stride)
+                     if stage == "refine" else 1)
+            return min(least, self.configurations(solver, stage, full))
+        return self.configurations(solver, stage, full)
+
     def passes(self, stage, passes):
         if stage in PREFIX_STAGES:
             return [lattice.prefix_passes(k, self.fidelity) for k in passes]

@@ -30,7 +30,7 @@ ENV = "DPCD_CALIBRATION_CACHE"
 
 # Bump when a change in dpcd.privacy can change a calibration's result: every
 # key carries it, so old entries are then simply never read again.
-CALIBRATION_VERSION = 7
+CALIBRATION_VERSION = 8
 
 
 @functools.cache

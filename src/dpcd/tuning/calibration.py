@@ -12,10 +12,12 @@ Calibration
 -----------
 The target (ε, δ) is split by ``score_fraction`` f: the score's noise is the
 smallest whose repeat-and-select release *alone* would cost f·ε at δ; the
-training's noise is then found numerically (bisection over the training's
-per-candidate ε at δ, each configuration calibrated through
-:func:`dpcd.privacy.accounting.calibrate_multiplier`) so that the whole
-repeat-and-select release meets ε, never above.  Configurations of a grid
+training's noise is then found numerically so that the whole
+repeat-and-select release meets ε, never above: with one training event, a
+search on its noise multiplier (the per-candidate ε is the training's own
+there); with several, a search over the per-candidate ε at δ, each
+configuration calibrated through
+:func:`dpcd.privacy.accounting.calibrate_multiplier`.  Configurations of a grid
 may have different training events (e.g. different passes); the candidate,
 a data-independent mixture of them, has at each Rényi order at most the
 largest of their Rényi divergences (quasi-convexity, van Erven & Harremoës
@@ -284,6 +286,11 @@ def _train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec, z
         return selection_epsilon(list(multipliers(eps_t).items()), score_spec, z_score,
                                  mean, shape, delta, relation)
 
+    if trainings_at is None and len(specs) == 1:
+        found = _multiplier_search(specs[0], epsilon, delta, mean, shape, f, relation,
+                                   score_spec, z_score)
+        if found is not None:
+            return found
     # total(eps_t) >= eps_t (repeat-and-select only adds): eps_t < epsilon
     lo, hi = 1e-3 * epsilon, epsilon
     if total(lo) > epsilon:
@@ -306,6 +313,38 @@ def _train_search(specs, epsilon, delta, mean, shape, f, relation, score_spec, z
     if achieved > epsilon:  # unreachable: bisection keeps the feasible end
         raise RuntimeError(f"selection calibration overshoot: {achieved} > {epsilon}")
     return eps_t, zs, achieved
+
+
+def _multiplier_search(spec, epsilon, delta, mean, shape, f, relation, score_spec, z_score):
+    """:func:`_train_search` of one training event, searched on its noise
+    multiplier: the smallest z (within the RDP calibrations' tolerance) whose
+    repeat-and-select release meets ``epsilon``, by
+    :func:`dpcd.privacy.accounting.search` (a few evaluations of the release,
+    where the search over ε_t ran a calibration for each of its dozens);
+    ε_t is the training's own ε at that z; None if that is above ``epsilon``
+    (the release is never cheaper than its training: the search over ε_t
+    then decides)."""
+    def total(z):
+        return selection_epsilon([(spec, z)], score_spec, z_score, mean, shape, delta,
+                                 relation)
+
+    def gap(z):
+        return min(max(math.log(max(total(z), 1e-300) / epsilon), -700.0), 700.0)
+
+    start = accounting.initial_guess(spec, (1.0 - f) * epsilon, delta)
+    z = accounting.search(gap, (max(start, 2 * accounting.Z_FLOOR["rdp"]),), -1.0,
+                          accounting.RDP_Z_TOLERANCE, accounting.Z_FLOOR["rdp"],
+                          accounting.MAX_STEP["rdp"])
+    eps_t = accounting.epsilon_of(spec, z, delta, "rdp", relation)
+    if eps_t < 1e-3 * epsilon:
+        raise ValueError(f"score_fraction={f}, k_mean={mean}: the target epsilon={epsilon} "
+                         "leaves no budget for training; lower score_fraction or k_mean")
+    if eps_t > epsilon:
+        return None
+    achieved = total(z)
+    if achieved > epsilon:  # unreachable: the search returns a z that meets it
+        raise RuntimeError(f"selection calibration overshoot: {achieved} > {epsilon}")
+    return eps_t, {spec: z}, achieved
 
 
 # ------------------------------------------------------------------ over a grid's candidates
