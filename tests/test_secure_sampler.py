@@ -363,6 +363,19 @@ def test_block_settle_reads_on_when_the_prefix_straddles():
     assert exact.EXACT_PATH_CALLS["accept"] == before
 
 
+def test_samplers_refuse_their_callers_fastmath():
+    """Every compiled function of the sampler and the keystream says
+    ``fastmath=False`` itself: otherwise numba compiles one first called from a
+    ``fastmath`` kernel (the DP-SCD kernels) with that kernel's flags, and the
+    floats' error bounds no longer hold (a fastmath-compiled block proposal
+    failed the law test at σ = 2^39.9)."""
+    from numba.core.registry import CPUDispatcher
+    for module in (exact, keystream):
+        for name, fn in vars(module).items():
+            if isinstance(fn, CPUDispatcher) and fn.__module__ == module.__name__:
+                assert fn.targetoptions.get("fastmath") is False, (module.__name__, name)
+
+
 @pytest.mark.parametrize("sampler, bad", [
     (exact.discrete_laplace, 0.0), (exact.discrete_laplace, np.nan),
     (exact.discrete_laplace, 2.0 ** 41), (exact.discrete_gaussian, 2.0 ** -11),

@@ -1,7 +1,12 @@
 """Exact samplers for numba kernels, on the ChaCha20 keystream.
 
-Every function here is ``@njit(cache=True)``, callable from a kernel and
-from Python, and draws from a :mod:`dpcd.privacy.keystream` state. Each
+Every function here is ``@njit(cache=True, fastmath=False)``, callable from
+a kernel and from Python, and draws from a :mod:`dpcd.privacy.keystream`
+state. (The explicit ``fastmath=False`` matters: numba compiles a function
+first called from a kernel compiled with ``fastmath``, as the DP-SCD
+kernels are, with the kernel's flags, and reuses that version everywhere;
+the error bounds below assume IEEE arithmetic, without reassociation or
+contraction.) Each
 float parameter is read as the exact real number it represents, and each
 sampler's output has exactly the stated law (given a uniform keystream).
 
@@ -88,13 +93,13 @@ _ULP53 = 2.0 ** -53
 _LOG2 = math.log(2.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _widen(state):
     """2**g for the state's guard hook g (1.0 in production)."""
     return 2.0 ** np.float64(state[GUARD])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _prefix(word):
     """``U``'s first 53 bits: ``U ∈ [u·2⁻⁵³, (u + 1)·2⁻⁵³)`` (as an int64, whose
     conversion to float is one instruction where uint64's is not)."""
@@ -105,7 +110,7 @@ def _prefix(word):
 # uniform integers and Bernoulli(p): exact in integer arithmetic
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def uniform_below(state, k):
     """A uniform integer on ``{0, …, k − 1}`` (``k ≥ 1``).
 
@@ -122,7 +127,7 @@ def uniform_below(state, k):
             return np.int64(x % kk)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def bernoulli(state, p):
     """``True`` with probability exactly ``p`` (``0 ≤ p ≤ 1``).
 
@@ -288,7 +293,7 @@ def _checked(m):
 # geometric, discrete Laplace, discrete Gaussian
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _floor_of(y, err):
     """``⌊y*⌋`` for every ``y*`` in ``(y − err, y + err)`` with ``y* > 0``, or −1 if not unique.
 
@@ -302,7 +307,7 @@ def _floor_of(y, err):
     return np.int64(f) if f == np.floor(hi) and hi < 4.0e18 else np.int64(-1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _inv_bound(prefix):
     """An upper bound of ``1/prefix``: ``prefix < 2⁵³`` is exact as a float and
     the division errs by at most ``2⁻⁵³`` relative, which ``1 + 2⁻⁵⁰`` covers
@@ -312,7 +317,7 @@ def _inv_bound(prefix):
     return (1.0 / np.float64(max(prefix, 1))) * (1.0 + 2.0 ** -50)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def geometric(state, p):
     """Failures before the first success of Bernoulli(p) trials (``2⁻⁴⁰ ≤ p ≤ 1``).
 
@@ -341,7 +346,7 @@ def geometric(state, p):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _laplace_constant(t):
     """``ln(2/(1 + q))``, ``q = e^{−1/t}``, within ``2⁻⁴⁷`` (absolute).
 
@@ -353,7 +358,7 @@ def _laplace_constant(t):
     return _LOG2 - np.log1p(np.exp(-1.0 / t))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _laplace_magnitude(prefix, lg, t, c, widen):
     """The discrete Laplace magnitude for ``U``'s prefix, given ``lg = log(prefix·2⁻⁵³)``,
     or −1 if the floats cannot tell (always for prefix 0, where ``lg = −∞``)."""
@@ -366,7 +371,7 @@ def _laplace_magnitude(prefix, lg, t, c, widen):
     return _floor_of(y, err)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _laplace_exact_path(state, prefix, t):
     with objmode(m="int64"):
         m = _exact_laplace_magnitude(state, prefix, t)
@@ -379,7 +384,7 @@ _BATCH = 128
 _SMALL = 16
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _laplace_draw(state, t, c, widen):
     """One discrete Laplace draw, the checks of the fills one at a time."""
     word = next_u64(state)
@@ -390,7 +395,7 @@ def _laplace_draw(state, t, c, widen):
     return -m if word & np.uint64(1) else m
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def fill_discrete_laplace(state, t, out):
     """Fill ``out`` (int64[:]) with i.i.d. :func:`discrete_laplace` draws (in batches)."""
     c = _laplace_constant(t)
@@ -417,7 +422,7 @@ def fill_discrete_laplace(state, t, out):
             out[start + j] = -m if words[j] & np.uint64(1) else m
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def discrete_laplace(state, t):
     """A discrete Laplace draw: ``P(k) ∝ exp(−|k|/t)`` on the integers.
 
@@ -427,14 +432,14 @@ def discrete_laplace(state, t):
     return _laplace_draw(state, t, _laplace_constant(t), _widen(state))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _acceptance_exponent(m, inv_sigma, sigma_over_t):
     """``v = m/σ − σ/t`` and ``γ = v²/2 = (m − σ²/t)²/(2σ²)``, in floats."""
     v = np.float64(m) * inv_sigma - sigma_over_t
     return v, 0.5 * v * v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _accept_decision(prefix, m, v, gamma, theta, inv_sigma, widen):
     """Whether ``U < exp(−γ*)`` given ``theta = exp(−γ)`` (γ from
     :func:`_acceptance_exponent`): 1 or 0, or −1 if the floats cannot tell."""
@@ -452,7 +457,7 @@ def _accept_decision(prefix, m, v, gamma, theta, inv_sigma, widen):
     return np.int64(1) if below else (np.int64(0) if above else np.int64(-1))
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _accept_exact_path(state, prefix, m, sigma, t):
     with objmode(accept="int64"):
         accept = int(_exact_accept(state, prefix, m, sigma, t))
@@ -511,7 +516,7 @@ _MAGIC = np.uint64(0x4330000000000000)
 _TWO52 = 2.0 ** 52
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _exp_neg(x):
     """``e^{−x}`` for ``0 ≤ x ≤ 60``, within a relative ``2⁻⁴⁵`` (vectorises).
 
@@ -545,7 +550,7 @@ def _exp_neg(x):
     return p * _as_float(_ONE_BITS - (_as_bits(n + _TWO52) << np.uint64(52)))
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _block_length(t):
     """``(L, j, e)``: the smallest ``L = j·2^e ≥ t·ln 2`` with ``j ≤ 256`` (``e`` minimal).
 
@@ -560,7 +565,7 @@ def _block_length(t):
     return j << e, j, e
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _block_fields(word, j, e, reject):
     """``(H, low, valid)`` from a proposal's first word: ``H`` is 8 when bits 1-8
     are all 0 (then :func:`_more_zeros` adds to it); ``valid`` is False when
@@ -572,7 +577,7 @@ def _block_fields(word, j, e, reject):
     return h, low, (x & np.uint64(0xFFFF)) >= np.uint64(reject)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _more_zeros(state):
     """Trailing zeros of the keystream from the next word on (``H``'s tail past 8)."""
     h = np.int64(0)
@@ -585,7 +590,7 @@ def _more_zeros(state):
     return h + np.int64(trailing_zeros(w))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _block_exponent(m, h, low, inv_sigma, sigma_over_t, gap):
     """``γ``, the float of ``γ* = (m − σ²/t)²/(2σ²) + low/t + h·(L/t − ln 2)``, and
     ``eg``, a bound of ``|γ − γ*|`` (``gap`` = ``fl(fl(L/t) − fl(ln 2))``, within
@@ -601,7 +606,7 @@ def _block_exponent(m, h, low, inv_sigma, sigma_over_t, gap):
     return gamma, ev * (abs(v) + 1.0) + (gamma + extra + h) * 2.0 ** -50
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _block_decision(a, ulp, gamma, eg, theta, widen):
     """Whether ``U < exp(−γ*)`` for ``U ∈ [a, a + ulp)`` (``a`` a multiple of
     ``ulp ≥ 2⁻⁵³``), given ``γ``, ``eg`` (:func:`_block_exponent`) and
@@ -616,14 +621,14 @@ def _block_decision(a, ulp, gamma, eg, theta, widen):
     return 2 * np.int64(below) + np.int64(above) - 1
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps):
     with objmode(accept="int64"):
         accept = int(_exact_accept(state, prefix, m, sigma, t, low, h, steps, bits))
     return accept
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma, sigma_over_t, steps,
                   gap, widen):
     """The acceptance of a block proposal that ``U``'s ``bits``-bit prefix left
@@ -650,7 +655,7 @@ def _block_settle(state, prefix, bits, m, h, low, sigma, t, inv_sigma, sigma_ove
     return _block_exact_path(state, prefix, bits, m, sigma, t, low, h, steps)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _gaussian_constants(sigma):
     if not (sigma >= MIN_SCALE and sigma <= MAX_SCALE):
         raise ValueError("discrete_gaussian: sigma must be in [2**-10, 2**40]")
@@ -662,7 +667,7 @@ def _gaussian_constants(sigma):
     return t, _laplace_constant(t), 1.0 / sigma, sigma / t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, gap, widen):
     """One discrete Gaussian draw by the block proposal, one proposal at a time."""
     two_words = e >= _E_ONE_WORD
@@ -690,7 +695,7 @@ def _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, g
             return -m if negative else m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def _laplace_proposal_draw(state, sigma, t, c, inv_sigma, sigma_over_t, widen):
     """One discrete Gaussian draw by the discrete Laplace proposal, one proposal at a time."""
     while True:
@@ -709,7 +714,7 @@ def _laplace_proposal_draw(state, sigma, t, c, inv_sigma, sigma_over_t, widen):
             return -m if word & np.uint64(1) else m
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def fill_discrete_gaussian(state, sigma, out):
     """Fill ``out`` (int64[:]) with i.i.d. :func:`discrete_gaussian` draws.
 
@@ -724,7 +729,7 @@ def fill_discrete_gaussian(state, sigma, out):
     _fill_gaussian(state, sigma, out, sigma >= BLOCK_SCALE)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _fill_gaussian(state, sigma, out, blocks):
     """:func:`fill_discrete_gaussian` with the proposal chosen: the block
     proposal (``blocks``) or the discrete Laplace's."""
@@ -734,7 +739,7 @@ def _fill_gaussian(state, sigma, out, blocks):
         _fill_gaussian_laplace(state, sigma, out)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _fill_gaussian_laplace(state, sigma, out):
     t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
     widen = _widen(state)
@@ -783,7 +788,7 @@ def _fill_gaussian_laplace(state, sigma, out):
         i += n_accepted
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _block_constants(t, inv_sigma):
     steps, j, e = _block_length(t)
     reject = (1 << 16) % j                # Lemire: 2¹⁶ mod j
@@ -795,7 +800,7 @@ def _block_constants(t, inv_sigma):
 _BLOCK_BATCH = 256
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _fill_gaussian_blocks(state, sigma, out):
     t, c, inv_sigma, sigma_over_t = _gaussian_constants(sigma)
     steps, j_max, e, reject, gap = _block_constants(t, inv_sigma)
@@ -862,7 +867,7 @@ def _fill_gaussian_blocks(state, sigma, out):
         i += n_accepted
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def discrete_gaussian(state, sigma):
     """A discrete Gaussian draw: ``P(k) ∝ exp(−k²/(2σ²))`` on the integers.
 

@@ -90,12 +90,12 @@ def new_state() -> np.ndarray:
     return state_from_key(secrets.token_bytes(32), secrets.token_bytes(8))
 
 
-@njit(inline="always")
+@njit(fastmath=False, inline="always")
 def _rotl(x, n):
     return np.uint32((x << np.uint32(n)) | (x >> np.uint32(32 - n)))
 
 
-@njit(inline="always")
+@njit(fastmath=False, inline="always")
 def _qr(a, b, c, d):
     a = np.uint32(a + b)
     d = _rotl(d ^ a, 16)
@@ -108,7 +108,7 @@ def _qr(a, b, c, d):
     return a, b, c, d
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def chacha20_blocks(inp, out, offset, n_blocks):
     """ChaCha20's block function (RFC 8439, 2.3) for ``n_blocks`` consecutive counters.
 
@@ -155,7 +155,7 @@ def chacha20_blocks(inp, out, offset, n_blocks):
             out[offset + 8 * b + i] = lo | (hi << s32)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def _refill(state):
     """Fill the buffer with the next BLOCKS blocks; advance the counter; position 0."""
     chacha20_blocks(state, state, _BUF, BLOCKS)
@@ -165,7 +165,7 @@ def _refill(state):
     state[_POS] = 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=False, inline="always")
 def next_u64(state):
     """The next 64 bits of the keystream, as a uint64 (advances ``state``)."""
     pos = state[_POS]
@@ -176,7 +176,7 @@ def next_u64(state):
     return state[_BUF + pos]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=False)
 def fill_u64(state, out):
     """Fill ``out`` (uint64[:]) with the next words of the keystream."""
     pos = np.int64(state[_POS])
