@@ -25,13 +25,6 @@ rule warmup_reference:
         "dpcd warmup --families reference --out {output} 2> {log}"
 
 
-def warmup_solvers():
-    """The solvers of the config's entries: their kernel families are the ones
-    compiled (a config of DP-CD's compiles no DP-SCD kernel)."""
-    return sorted({plan.config.solver_entry(PLAN.experiment(name), entry)[0]
-                   for name in PLAN.experiments for entry in PLAN.experiment(name)["solvers"]})
-
-
 rule warmup_numba:
     input:
         "results/.numba_cache/warmup_reference.done",
@@ -44,10 +37,8 @@ rule warmup_numba:
     priority: WARMUP_PRIORITY
     conda:
         "../../envs/dpcd.yaml"
-    params:
-        families=lambda w: " ".join(warmup_solvers()),
     shell:
-        "dpcd warmup --families {params.families} --out {output} 2> {log}"
+        "dpcd warmup --out {output} 2> {log}"
 
 
 rule reference:
