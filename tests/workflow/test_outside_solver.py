@@ -35,8 +35,8 @@ def test_outside_solver_runs_through_the_workflow(tmp_path):
     table = pd.read_csv(results / "tables" / f"{EXPERIMENT}.csv")
     assert set(table.solver) == {"cd", "dp_cd", "noisy_gd"}
     assert table.set_index("solver").neighbouring["noisy_gd"] == "replace_one"
-    # its kernel was compiled by the warmup job, before the solve jobs
-    assert "noisy_gd" in (results / ".numba_cache" / "warmup.done").read_text()
+    # its kernel was compiled by its family's warm-up job, before the solve jobs
+    assert "noisy_gd" in (results / ".numba_cache" / "warmup_noisy_gd.done").read_text()
     client = MlflowClient(f"sqlite:///{results}/mlflow.db")
     # MLflow experiments are named per config file: dpcd/<file name>/<experiment>
     experiment = client.get_experiment_by_name(f"dpcd/compare/{EXPERIMENT}")

@@ -183,10 +183,26 @@ def test_editing_a_generator_seed_replans_that_dataset_chain_only(finished_workd
     assert jobs.get("aggregate") == 1 and jobs.get("summary") == 1
     assert jobs.get("reference") == 1
     assert jobs.get("smoothness") == 1
-    assert "warmup_numba" not in jobs and "warmup_reference" not in jobs
+    assert "warmup_numba" not in jobs
     data_rules = set(jobs) - {"all", "solve", "aggregate", "aggregate_report", "summary",
                               "reference", "smoothness"}
     assert data_rules and all(jobs[rule] == 1 for rule in data_rules)
+
+
+def test_an_experiment_of_another_kernel_family_replans_only_its_own_jobs(
+        finished_workdir, tmp_path):
+    """One warm-up job per kernel family, named by the family alone: without
+    exp_a (dp_cd, dp_sgd) and with an experiment of DP-GCD's (a family the
+    finished run never compiled), the plan is that family's warm-up and the new
+    experiment's jobs, and nothing of exp_b (whose dp_cd family exp_a shared)."""
+    workdir, config = _copy(finished_workdir, tmp_path)
+    del config["experiments"]["exp_a"]
+    config["experiments"]["exp_c"] = {**config["experiments"]["exp_b"],
+                                      "solvers": {"dp_gcd": {"step": [1.0], "clip": [1.0]}}}
+    _write(workdir, config)
+    assert planned_jobs(workdir) == {"all": 1, "warmup_numba": 1, "reference": 1,
+                                     "calibrate": 1, "solve": 1, "aggregate": 1,
+                                     "aggregate_report": 1, "summary": 1}
 
 
 @pytest.mark.parametrize(

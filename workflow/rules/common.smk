@@ -47,7 +47,7 @@ final_outputs = PLAN.final_outputs
 fresh_tables = PLAN.fresh_tables
 lambda_experiments = PLAN.lambda_experiments
 
-# Jobs inherit one project-local numba cache (filled once by warmup_numba), one
+# Jobs inherit one project-local numba cache (filled by the warmup_numba jobs), one
 # calibration cache (dpcd.privacy.cache) and the tracking URI (exported wins).
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.abspath("results/.numba_cache"))
 os.environ.setdefault("DPCD_CALIBRATION_CACHE", os.path.abspath("results/calibration"))
@@ -59,6 +59,7 @@ wildcard_constraints:
     variant="[A-Za-z0-9_]+",
     experiment="[A-Za-z0-9_]+",
     solver="[a-z0-9_]+",
+    family="[A-Za-z0-9_]+",
     loss="[a-z]+",
     chunk="[0-9]+",
     calibration="[0-9a-f]{16}",
@@ -104,6 +105,19 @@ def _stage(w):
 
 def solve_params(w):
     return _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
+
+
+def warmup_before(w):
+    """What a family's warm-up waits for: the reference stage's, except itself."""
+    return optional(
+        w.family != "reference" and "results/.numba_cache/warmup_reference.done"
+    )
+
+
+def warmup_inputs(w):
+    """The warm-ups of a solve job's solvers' kernel families (of every solver
+    of the experiment for a fresh job, which has no {solver})."""
+    return PLAN.warmup_paths(w.experiment, w.get("solver"))
 
 
 def calibration_input(w):

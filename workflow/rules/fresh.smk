@@ -12,7 +12,7 @@ rule fresh_solve:
         data=processed_path,
         smoothness=smoothness_path,
         reference="results/reference/{experiment}.json",
-        warmup="results/.numba_cache/warmup.done",
+        warmup=warmup_inputs,
         selection="results/tables/{experiment}.csv",
     output:
         runs="results/fresh/{experiment}/chunk{chunk}.parquet",

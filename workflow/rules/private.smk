@@ -11,7 +11,7 @@ rule solve_private:
         data=processed_path,
         smoothness=smoothness_path,
         reference="results/reference/{experiment}.json",
-        warmup="results/.numba_cache/warmup.done",
+        warmup=warmup_inputs,
     output:
         runs="results/runs/{experiment}/{solver}/private/chunk{chunk}.parquet",
         mlflow_runs="results/runs/{experiment}/{solver}/private/chunk{chunk}.mlflow.jsonl.gz",

@@ -8,37 +8,26 @@
 # fresh-seed stage, after the aggregation, has its own rules (fresh.smk).
 
 
-# The kernels compile once, one job at a time, before the jobs that run them:
-# the reference stage's first (a few seconds), so the reference jobs run while
-# warmup_numba compiles the solvers' kernels (20-30 s).
-rule warmup_reference:
-    output:
-        "results/.numba_cache/warmup_reference.done",
-    log:
-        "results/logs/warmup_numba/warmup_reference.log",
-    benchmark:
-        "results/benchmarks/warmup_numba/warmup_reference.tsv"
-    priority: WARMUP_PRIORITY
-    conda:
-        "../../envs/dpcd.yaml"
-    shell:
-        "dpcd warmup --families reference --out {output} 2> {log}"
-
-
+# The kernels compile once, before the jobs that run them, one job per kernel
+# family (dpcd.algorithms.warmup): a solve job waits only for its solvers'
+# families, so a config compiles only those, and adding or removing an
+# experiment changes no other job's inputs. The reference stage's family goes
+# first, so the reference jobs run while the solvers' families compile, one
+# at a time (dpcd warmup locks the numba cache: numba/numba#4807).
 rule warmup_numba:
     input:
-        "results/.numba_cache/warmup_reference.done",
+        warmup_before,
     output:
-        "results/.numba_cache/warmup.done",
+        "results/.numba_cache/warmup_{family}.done",
     log:
-        "results/logs/warmup_numba/warmup.log",
+        "results/logs/warmup_numba/warmup_{family}.log",
     benchmark:
-        "results/benchmarks/warmup_numba/warmup.tsv"
+        "results/benchmarks/warmup_numba/warmup_{family}.tsv"
     priority: WARMUP_PRIORITY
     conda:
         "../../envs/dpcd.yaml"
     shell:
-        "dpcd warmup --out {output} 2> {log}"
+        "dpcd warmup --families {wildcards.family} --out {output} 2> {log}"
 
 
 rule reference:
@@ -68,7 +57,7 @@ rule solve:
         smoothness=smoothness_path,
         private_smoothness=private_smoothness_inputs,
         reference="results/reference/{experiment}.json",
-        warmup="results/.numba_cache/warmup.done",
+        warmup=warmup_inputs,
         calibration=calibration_input,
         selection=selection_input,
         reused=reused_runs,  # read from the spec (no option: the commands of finished jobs)

@@ -125,15 +125,17 @@ def names(private=None, builtin=None, secure=None):
 
 def plan_facts():
     """What the workflow planner (``dpcd.plan``, which imports no dpcd) reads
-    of every registered algorithm: name -> ``private``, ``step_cost_ns`` and,
+    of every registered algorithm: name -> ``private``, ``step_cost_ns``,
+    ``family`` (the kernel family its warm-up compiles, None without one) and,
     for a private one, ``secure``, ``private_candidate``, ``private_refusal``,
     ``sampling``, ``relations`` ({sampling: relations}) and ``pld_only``
     ([relation, sampling] pairs), plain data."""
     load()
     facts = {}
     for name, spec in _SPECS.items():
-        facts[name] = {"private": spec.private,
-                       "step_cost_ns": dict(spec.runtime.step_cost_ns)}
+        runtime = spec.runtime
+        facts[name] = {"private": spec.private, "step_cost_ns": dict(runtime.step_cost_ns),
+                       "family": None if runtime.warm is None else _family(spec)}
         privacy = spec.privacy
         if privacy is None:
             continue
@@ -153,6 +155,11 @@ def check_secure(name, setting):
     if not get(name).private or not get(name).privacy.secure:
         raise ValueError(f"{setting} covers solver {' or '.join(names(secure=True))}, "
                          f"not {name!r}")
+
+
+def _family(spec):
+    """The kernel family of ``spec``: its runtime's, else its own name."""
+    return spec.runtime.family or spec.name
 
 
 def warmup(names_or_families=None):
@@ -176,7 +183,7 @@ def warmup(names_or_families=None):
     warm = {"reference": reference}
     for spec in _SPECS.values():
         if spec.runtime.warm is not None:
-            warm.setdefault(spec.runtime.family or spec.name, spec.runtime.warm)
+            warm.setdefault(_family(spec), spec.runtime.warm)
     if names_or_families is None:
         families = set(warm)
     else:
@@ -184,7 +191,7 @@ def warmup(names_or_families=None):
         for name in names_or_families:
             if name not in warm:
                 spec = get(name)  # ValueError naming the known solvers
-                name = spec.runtime.family or spec.name
+                name = _family(spec)
             if name in warm:
                 families.add(name)
     for family in sorted(families):

@@ -167,6 +167,22 @@ class Plan(Costs, FreshStage):
         return (f"results/calibrated/{exp['dataset']}/{exp['variant']}/"
                 f"{exp['problem']['loss']}/{key}.json")
 
+    def warmup_paths(self, experiment, solver=None):
+        """The warm-up jobs' markers that a job of solver entry ``solver``
+        waits for (of every entry of the experiment if None: a fresh job):
+        one per kernel family of its solvers (their facts' ``family``; none
+        for a solver with no kernels to warm). A marker is named by its family
+        alone, so a config compiles only its solvers' families, and adding or
+        removing an experiment changes no other job's inputs."""
+        exp = self.experiment(experiment)
+        families = set()
+        for entry in [solver] if solver else exp["solvers"]:
+            name = solver_entry(exp, entry)[0]
+            facts = self.solver_facts[name] if self.solver_facts else {"family": name}
+            families.add(facts["family"])
+        return [f"results/.numba_cache/warmup_{family}.done"
+                for family in sorted(families - {None})]
+
     def calibrate_spec(self, key):
         """What the calibrate job of output ``key`` reads (:meth:`calibration_path`)."""
         if key not in self._calibrations:  # a job of its own (a cluster's): plan them all
