@@ -6,14 +6,49 @@ its runtime's ``warm`` (:class:`dpcd.algorithms.Runtime`), and
 :func:`dpcd.algorithms.warmup` calls each family's once; :func:`reference`
 warms the reference stage's solvers.
 
-The workflow compiles them in its warmup jobs, with a project-local
-``NUMBA_CACHE_DIR``, before solver jobs run in parallel, so that parallel
-jobs never write the same cache entry at once (numba/numba#4807); each job
-then loads the kernels it runs before timing any.
+The workflow compiles them in its warm-up jobs, one per family, with a
+project-local ``NUMBA_CACHE_DIR``, one at a time (:func:`one_at_a_time`) and
+before solver jobs run in parallel, so that parallel jobs never write the same
+cache entry at once (numba/numba#4807); each job then loads the kernels it runs
+before timing any.
 """
+import contextlib
+import logging
+import os
 import sys
 
 import numpy as np
+
+_log = logging.getLogger("dpcd")
+
+
+@contextlib.contextmanager
+def one_at_a_time():
+    """Hold an exclusive lock on the numba cache directory (``NUMBA_CACHE_DIR``;
+    yielded, None if unset) while compiling into it. numba numbers a
+    function's cache entries by reading its index and writing it back, so two
+    processes compiling two signatures of one shared helper at once can both
+    take one number, and the index can name one's code for the other's
+    signature (numba/numba#4807): ``dpcd warmup`` holds it, so the workflow's
+    warm-up jobs, one per kernel family, compile one after another."""
+    import fcntl
+
+    from numba import config
+
+    cache_dir = config.CACHE_DIR
+    if not cache_dir:  # the default: beside each source file
+        yield None
+        return
+    os.makedirs(cache_dir, exist_ok=True)
+    with open(os.path.join(cache_dir, "warmup.lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _log.info("waiting for another warm-up compiling into %s", cache_dir)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except OSError as err:  # a file system without locks (some cluster mounts)
+            _log.warning("no lock on %s (%s): compiling unlocked", cache_dir, err)
+        yield cache_dir
 
 
 def _designs(X, fmt):

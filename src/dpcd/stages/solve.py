@@ -1,6 +1,5 @@
 """``dpcd warmup``, ``dpcd reference``, ``dpcd solve``: the rules of ``solve.smk``."""
 
-import contextlib
 import json
 import logging
 import os
@@ -15,45 +14,19 @@ from dpcd.stages.common import Ledger, add_command, read_json
 log = logging.getLogger("dpcd")
 
 
-@contextlib.contextmanager
-def _one_warmup_at_a_time(cache_dir):
-    """Hold an exclusive lock on the numba cache ``cache_dir`` (if set) while
-    compiling into it. numba numbers a function's cache entries by reading its
-    index and writing it back, so two processes compiling two signatures of
-    one shared helper at once can both take one number, and the index can name
-    one's code for the other's signature (numba/numba#4807): the workflow's
-    warm-up jobs, one per kernel family, then compile one after another."""
-    if not cache_dir:
-        yield
-        return
-    import fcntl
-
-    os.makedirs(cache_dir, exist_ok=True)
-    with open(os.path.join(cache_dir, "warmup.lock"), "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("waiting for another warm-up compiling into %s", cache_dir)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        except OSError as err:  # a file system without locks (some cluster mounts)
-            log.warning("no lock on %s (%s): compiling unlocked", cache_dir, err)
-        yield
-
-
 def cmd_warmup(args):
     """Compile kernels once into NUMBA_CACHE_DIR before parallel jobs run."""
     import scipy.sparse  # noqa: F401 (the sparse designs' kernels too: dpcd.solvers.warmup)
 
     from dpcd import algorithms
+    from dpcd.solvers.warmup import one_at_a_time
 
-    with _one_warmup_at_a_time(os.environ.get("NUMBA_CACHE_DIR")):
+    with one_at_a_time() as cache_dir:  # another warm-up job may be compiling into it
         start = time.perf_counter()
         families = algorithms.warmup(args.families)
         elapsed = time.perf_counter() - start
-    log.info("compiled kernels of %s in %.1f s (cache: %s)", ", ".join(families), elapsed,
-             os.environ.get("NUMBA_CACHE_DIR"))
-    record = {"seconds": elapsed, "families": families,
-              "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR")}
+    log.info("compiled kernels of %s in %.1f s (cache: %s)", ", ".join(families), elapsed, cache_dir)
+    record = {"seconds": elapsed, "families": families, "numba_cache_dir": cache_dir}
     if args.out:
         write_json(args.out, record)
     else:
