@@ -33,9 +33,11 @@ Both paths decide the same real predicate, so every output is exact. The
 error bounds (derived in the comments at each check) assume the platform's
 ``exp``, ``log`` and ``log1p`` have a relative error below ``2⁻⁴⁸`` (glibc
 documents at most 1 to 2 ulps, i.e. below ``2⁻⁵¹``), except the block
-proposal's acceptance, whose exponential is :func:`_exp_neg`, a polynomial
-with its own proven bound of ``2⁻⁴⁵`` (tested against :mod:`decimal`); every
-other float operation is an IEEE 754 operation rounded to nearest. Each bound is
+proposal's acceptance, whose exponential is a polynomial with its own proven
+bound (tested against :mod:`decimal`): :func:`_exp_neg`, ``2⁻⁴⁵``, and, for a
+batch's first decision on ``U``'s short prefix, :func:`_exp_neg_short`,
+``2⁻³¹`` (its guard band is wider, but still far narrower than the prefix's
+interval); every other float operation is an IEEE 754 operation rounded to nearest. Each bound is
 applied with a safety factor of at least 2.
 
 The samplers
@@ -550,6 +552,26 @@ def _exp_neg(x):
     return p * _as_float(_ONE_BITS - (_as_bits(n + _TWO52) << np.uint64(52)))
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _exp_neg_short(x):
+    """``e^{−x}`` for ``0 ≤ x ≤ 60``, within a relative ``2⁻³¹`` (vectorises): the
+    batch's first decision, whose prefix of ``U`` has only ``39 − e`` bits anyway.
+
+    As :func:`_exp_neg`, with the Taylor polynomial of degree 8, evaluated by
+    Estrin's scheme (a shorter chain of dependent operations than Horner's):
+    it errs by ``0.35⁹/9!·e^{0.35} < 2⁻³¹·⁷`` relative, its 16 roundings
+    by below ``2⁻⁴⁸`` and ``r``'s error by ``2⁻⁴⁶·³`` (below 2⁻³¹·⁶ in all).
+    """
+    n = np.floor(x * _INV_LN2 + 0.5)
+    s = n * _LN2_F - x             # −r
+    f = _INV_FACT
+    s2 = s * s
+    s4 = s2 * s2
+    p = (((f[0] + s * f[1]) + s2 * (f[2] + s * f[3]))
+         + s4 * (((f[4] + s * f[5]) + s2 * (f[6] + s * f[7])) + s4 * f[8]))
+    return p * _as_float(_ONE_BITS - (_as_bits(n + _TWO52) << np.uint64(52)))
+
+
 @njit(cache=True, fastmath=False)
 def _block_length(t):
     """``(L, j, e)``: the smallest ``L = j·2^e ≥ t·ln 2`` with ``j ≤ 256`` (``e`` minimal).
@@ -607,14 +629,18 @@ def _block_exponent(m, h, low, inv_sigma, sigma_over_t, gap):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _block_decision(a, ulp, gamma, eg, theta, widen):
+def _block_decision(a, ulp, gamma, eg, theta, widen, e_theta=2.0 ** -42):
     """Whether ``U < exp(−γ*)`` for ``U ∈ [a, a + ulp)`` (``a`` a multiple of
     ``ulp ≥ 2⁻⁵³``), given ``γ``, ``eg`` (:func:`_block_exponent`) and
-    ``theta = _exp_neg(min(γ, 60))``: 1 or 0, or −1 if the floats cannot tell."""
-    # Where γ ≤ 60, eg < 2⁻⁴⁰ (|v| ≤ 11, m/σ ≤ 12), and with _exp_neg's 2⁻⁴⁵·⁵:
-    # e^{−γ*}/θ is within 1 ± (1.1·eg + 2⁻⁴⁵) ⊂ 1 ± δ/2; the two roundings of
-    # θ(1 ∓ δ) are 2⁻⁵² more. Beyond γ = 60: γ* ≥ 59 and e^{−γ*} < 2⁻⁸⁵ ≤ a unless a = 0.
-    delta = widen * (2.0 ** -42 + 3.0 * eg)
+    ``theta = _exp_neg(min(γ, 60))`` (``e_theta = 2⁻⁴²``), or
+    ``theta = _exp_neg_short(min(γ, 60))`` (``e_theta = 2⁻²⁹``): 1 or 0, or −1
+    if the floats cannot tell."""
+    # Where γ ≤ 60, eg < 2⁻⁴⁰ (|v| ≤ 11, m/σ ≤ 12), and with the polynomial's
+    # relative error p (2⁻⁴⁵·⁵ or 2⁻³¹·⁶, so p + 2⁻⁵⁰ ≤ e_theta/4):
+    # e^{−γ*}/θ is within 1 ± (1.1·eg + p + 2⁻⁵⁰) ⊂ 1 ± δ/2; the two roundings of
+    # θ(1 ∓ δ) are 2⁻⁵² more (within the slack e_theta/4). Beyond γ = 60:
+    # γ* ≥ 59 and e^{−γ*} < 2⁻⁸⁵ ≤ a unless a = 0.
+    delta = widen * (e_theta + 3.0 * eg)
     far = gamma > _FAR
     below = (a + ulp <= theta * (1.0 - delta)) & (not far)
     above = ((a >= theta * (1.0 + delta)) & (not far)) | (far & (a > 0.0))
@@ -798,6 +824,70 @@ def _block_constants(t, inv_sigma):
 
 # Proposals per batch of the block proposal.
 _BLOCK_BATCH = 256
+# The short exponential's share of the first decision's guard band (_block_decision).
+_E_SHORT = 2.0 ** -29
+# A bound of _block_exponent's eg wherever γ ≤ 60 (_block_first_decision).
+_EG_MAX = 2.0 ** -40
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _block_first_decision(h, low, prefix, fsteps, inv_sigma, sigma_over_t, gap, ulp, widen):
+    """A batch's decision for the proposal ``(H, low)`` on ``U``'s short prefix
+    (``ulp`` its unit): 1 or 0, or −1 for :func:`_block_settle`; and ``m = L·H + low``
+    as a float (exact: ``m < 2⁵³``, as ``H ≤ 8`` in the batch loop and ``L < 2⁴¹``).
+
+    Integers below 2⁵² become floats by their bits (``x | _MAGIC`` is
+    ``2⁵² + x``), which vectorises where int64's conversion does not (no
+    AVX-512). The exponential is the short polynomial (the prefix has ``39 − e``
+    bits, or the settle reads on), and ``eg`` its constant bound: where γ ≤ 60
+    (the only case where :func:`_block_decision` reads it), ``v²/2 ≤ γ`` gives
+    ``|v| ≤ 11`` and ``m/σ ≤ 12``, so ``H ≤ 12σ/L ≤ 18`` and ``extra ≤ γ``:
+    ``eg ≤ 24·12·2⁻⁵¹ + 2⁻⁵⁰(60 + 60 + 18) < 2⁻⁴¹·⁹``.
+    """
+    hf = _as_float(np.uint64(h) | _MAGIC) - _TWO52
+    lf = _as_float(np.uint64(low) | _MAGIC) - _TWO52
+    pf = _as_float(prefix | _MAGIC) - _TWO52
+    mf = hf * fsteps + lf
+    gamma, _ = _block_exponent(mf, hf, lf, inv_sigma, sigma_over_t, gap)
+    return _block_decision(pf * ulp, ulp, gamma, _EG_MAX, _exp_neg_short(min(gamma, _FAR)),
+                           widen, _E_SHORT), mf
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _first_decisions(words, per, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
+                     sigma_over_t, gap, ulp, widen):
+    """``decision[j]``, the first decision of proposal ``j`` (words ``per·j`` to
+    ``per·j + per − 1``), for ``j < k`` (0 for a proposal rejected outright), and
+    ``mags[j]``, its signed ``±m`` as a float.
+
+    One loop without branches or calls, with ``per`` a constant where it is
+    inlined: so it vectorises (it did not with a variable stride, nor with more
+    arrays to write). The rare cases get loops apart.
+    """
+    for j in range(k):
+        w = words[per * j]
+        h, lo, ok = _block_fields(w, j_max, e, reject)
+        # the block proposal proposes −0 too: rejected
+        ok = ok & ((h != 0) | (lo != 0) | ((w & np.uint64(1)) == 0))
+        d, mf = _block_first_decision(h, lo, words[per * j + per - 1] >> shift, fsteps,
+                                      inv_sigma, sigma_over_t, gap, ulp, widen)
+        decision[j] = d & -np.int64(ok)      # d, or 0 if not ok (a select)
+        # the sign bit moved onto mf's (a select too)
+        mags[j] = _as_float(_as_bits(mf) | (w << np.uint64(63)))
+
+
+@njit(cache=True, fastmath=False)
+def _first_decisions_1(words, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
+                       sigma_over_t, gap, ulp, widen):
+    _first_decisions(words, 1, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
+                     sigma_over_t, gap, ulp, widen)
+
+
+@njit(cache=True, fastmath=False)
+def _first_decisions_2(words, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
+                       sigma_over_t, gap, ulp, widen):
+    _first_decisions(words, 2, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
+                     sigma_over_t, gap, ulp, widen)
 
 
 @njit(cache=True, fastmath=False)
@@ -819,48 +909,49 @@ def _fill_gaussian_blocks(state, sigma, out):
     fsteps = np.float64(steps)
     batch = min(_BLOCK_BATCH, 2 * out.size + 4)
     words = np.empty(per * batch, dtype=np.uint64)
-    ints = np.empty((4, batch), dtype=np.int64)
-    high, low, decision, draws = ints[0], ints[1], ints[2], ints[3]
-    raw = np.empty(3 * batch, dtype=np.uint64)   # H, low and the prefix, as floats + 2⁵²
-    as_float = raw.view(np.float64)
-    valid = np.empty(batch, dtype=np.int64)
+    ints = np.empty((3, batch), dtype=np.int64)
+    decision, high, draws = ints[0], ints[1], ints[2]
+    mags = np.empty(batch)
     i = 0
     while i < out.size:
         left = out.size - i
         k = min(batch, 2 * left + 4)
         fill_u64(state, words[:per * k])
-        # loops without branches or calls vectorise; the rare cases get loops apart
-        for j in range(k):
+        if two_words:
+            _first_decisions_2(words, decision, mags, k, j_max, e, reject, shift, fsteps,
+                               inv_sigma, sigma_over_t, gap, ulp, widen)
+        else:
+            _first_decisions_1(words, decision, mags, k, j_max, e, reject, shift, fsteps,
+                               inv_sigma, sigma_over_t, gap, ulp, widen)
+        for j in range(k):                  # H past 8 (probability 2⁻⁸): H in `high`
             w = words[per * j]
-            h, lo, ok = _block_fields(w, j_max, e, reject)
-            high[j], low[j] = h, lo
-            # the block proposal proposes −0 too: rejected
-            valid[j] = np.int64(ok & ((h != 0) | (lo != 0) | ((w & np.uint64(1)) == 0)))
-            raw[3 * j] = np.uint64(h) | _MAGIC
-            raw[3 * j + 1] = np.uint64(lo) | _MAGIC
-            raw[3 * j + 2] = (words[per * j + per - 1] >> shift) | _MAGIC
-        for j in range(k):                  # H past 8: probability 2⁻⁸
-            if high[j] == 8:
-                high[j] += _more_zeros(state)
-                raw[3 * j] = _MAGIC
-                as_float[3 * j] = _TWO52 + np.float64(high[j])
-        for j in range(k):
-            hf = as_float[3 * j] - _TWO52
-            lf = as_float[3 * j + 1] - _TWO52
-            gamma, eg = _block_exponent(hf * fsteps + lf, hf, lf, inv_sigma, sigma_over_t, gap)
-            decision[j] = valid[j] * _block_decision((as_float[3 * j + 2] - _TWO52) * ulp, ulp,
-                                                     gamma, eg, _exp_neg(min(gamma, _FAR)),
-                                                     widen)
+            if (w >> np.uint64(1)) & np.uint64(0xFF) == np.uint64(0):
+                h, lo, ok = _block_fields(w, j_max, e, reject)
+                high[j] = h + _more_zeros(state)
+                mags[j] = np.nan            # m = L·H + low, from `high`
+                if ok:
+                    decision[j] = _block_first_decision(
+                        high[j], lo, words[per * j + per - 1] >> shift, fsteps, inv_sigma,
+                        sigma_over_t, gap, ulp, widen)[0]
         for j in range(k):
             if decision[j] < 0:
+                w = words[per * j]
+                h, lo, _ = _block_fields(w, j_max, e, reject)
+                if h == 8:
+                    h = high[j]
                 decision[j] = _block_settle(state, np.int64(words[per * j + per - 1] >> shift),
-                                            bits, steps * high[j] + low[j], high[j], low[j],
-                                            sigma, t, inv_sigma, sigma_over_t, steps, gap, widen)
+                                            bits, steps * h + lo, h, lo, sigma, t, inv_sigma,
+                                            sigma_over_t, steps, gap, widen)
         # the accepted proposals, in order
         n_accepted = 0
         for j in range(k):
-            m = steps * high[j] + low[j]
-            draws[n_accepted] = -m if words[per * j] & np.uint64(1) else m
+            x = mags[j]
+            if x == x:
+                draws[n_accepted] = np.int64(x)
+            else:
+                w = words[per * j]
+                m = steps * high[j] + _block_fields(w, j_max, e, reject)[1]
+                draws[n_accepted] = -m if w & np.uint64(1) else m
             n_accepted += decision[j]
         n_accepted = min(n_accepted, left)
         out[i:i + n_accepted] = draws[:n_accepted]
