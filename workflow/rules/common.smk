@@ -107,13 +107,6 @@ def solve_params(w):
     return _json(PLAN.solve_spec(w.experiment, w.solver, _stage(w)))
 
 
-def warmup_before(w):
-    """What a family's warm-up waits for: the reference stage's, except itself."""
-    return optional(
-        w.family != "reference" and "results/.numba_cache/warmup_reference.done"
-    )
-
-
 def warmup_inputs(w):
     """The warm-ups of a solve job's solvers' kernel families (of every solver
     of the experiment for a fresh job, which has no {solver})."""

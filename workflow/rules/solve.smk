@@ -14,9 +14,29 @@
 # experiment changes no other job's inputs. The reference stage's family goes
 # first, so the reference jobs run while the solvers' families compile, one
 # at a time (dpcd warmup locks the numba cache: numba/numba#4807).
+rule warmup_reference:
+    output:
+        "results/.numba_cache/warmup_reference.done",
+    log:
+        "results/logs/warmup_numba/warmup_reference.log",
+    benchmark:
+        "results/benchmarks/warmup_numba/warmup_reference.tsv"
+    priority: WARMUP_PRIORITY
+    conda:
+        "../../envs/dpcd.yaml"
+    shell:
+        "dpcd warmup --families reference --out {output} 2> {log}"
+
+
+# Its own rule, not a family of warmup_numba's: `snakemake --until warmup_numba`
+# stops short of a rule's jobs that need a job of the same rule ("Out of jobs
+# ready to be started", Snakemake 9.27).
+ruleorder: warmup_reference > warmup_numba
+
+
 rule warmup_numba:
     input:
-        warmup_before,
+        "results/.numba_cache/warmup_reference.done",
     output:
         "results/.numba_cache/warmup_{family}.done",
     log:
