@@ -120,6 +120,28 @@ def test_rounded_primal_updates_move_by_at_most_the_charged_sensitivity(code):
     assert 0 < worst <= bound, (worst, bound)
 
 
+def test_primal_noise_on_v_is_fresh_per_entry_across_the_fill_chunks():
+    """Primal's noise on v is drawn a chunk at a time (_NOISE_CHUNK): with zero
+    updates (X = 0) v after one iteration is its noise alone, n = 3 chunks + 5
+    entries. Every entry is an integer, no chunk repeats another, and the
+    sample variance matches the scale (s = 5: Var N_Z(0, s²) = s² within
+    e^{-2π²s²}) by a χ² test at level 10⁻⁶ (false failure 10⁻⁶)."""
+    from dpcd.solvers.dp_scd import _NOISE_CHUNK
+    n, p, s = 3 * _NOISE_CHUNK + 5, 2, 5.0
+    X, y = np.zeros((n, p), order="F"), np.zeros(n)
+    theta, v = np.zeros(p), np.zeros(n)
+    _primal_kernel(X, y, theta, v, SQUARES, LAM, LAM, 1.0, 0.0, 1, 1,
+                   np.random.default_rng(0), np.uint64(0), np.empty(2), np.empty(64),
+                   np.arange(p, dtype=np.int64), np.empty(n), np.empty(p), np.zeros(p),
+                   np.empty(0, np.int64), np.empty(1), _state(7), 2.0 ** -20, s,
+                   np.empty(n + p, np.int64))
+    np.testing.assert_array_equal(v, np.round(v))
+    chunks = v[:3 * _NOISE_CHUNK].reshape(3, _NOISE_CHUNK)
+    assert not any(np.array_equal(chunks[a], chunks[b]) for a, b in ((0, 1), (0, 2), (1, 2)))
+    stat = float(np.sum(v * v)) / s ** 2   # known mean 0: χ²(n)
+    assert min(stats.chi2.cdf(stat, n), stats.chi2.sf(stat, n)) > 0.5e-6, stat / n
+
+
 @pytest.mark.parametrize("variant, batch_size, relation, epsilon", [
     ("dual", 40, "replace_special", 1.0), ("dual", 40, "replace_one", 4.0),
     ("seq", 5, "replace_special", 1.0),

@@ -114,6 +114,8 @@ _CHUNK = 32
 
 # rows fetched ahead of use in a batch
 _AHEAD = 4
+# secure primal: v's noise drawn this many at a time (32 KB of int64)
+_NOISE_CHUNK = 4096
 
 
 # ------------------------------------------------------------------ helpers
@@ -751,7 +753,8 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
     col_norm2 : array, shape (p,)
         ``‖X_{:,j}‖²``.
     knoise : int64 array, shape (n + p,)
-        Secure mode: work buffer, one iteration's integer noise.
+        Secure mode: work buffer of the integer noise (the first ``max(L, _NOISE_CHUNK)``
+        entries are used).
     Other parameters as in :func:`_dual_kernel` (secure mode: ``theta`` and
     ``v`` hold grid steps, and ``d`` is also the buffer of the batch's
     integer sum, once the gradients are taken).
@@ -785,20 +788,30 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
             z = -(g + lam * theta[j] * unit) / (batch_size * beta * col_norm2[j] / n + lam)
             zeta[k] = _scale(z, clip)
         if secure:
-            # the batch's integer sum in d (read no more), then its noise
-            for i in range(n):
-                d[i] = 0.0
+            # the batch's integer sum in d (read no more; the first column sets
+            # it), then its noise
             for k in range(batch_size):
                 zq = zeta[k] * inv_grid
                 j = perm[k]
-                for i in range(n):
-                    d[i] += np.floor(zq * X[i, j] + 0.5)
+                if k == 0:
+                    for i in range(n):
+                        d[i] = np.floor(zq * X[i, j] + 0.5)
+                else:
+                    for i in range(n):
+                        d[i] += np.floor(zq * X[i, j] + 0.5)
                 zeta[k] = np.floor(zq + 0.5)
-            fill_discrete_gaussian(state, integer_scale, knoise[:batch_size + n])
+            fill_discrete_gaussian(state, integer_scale, knoise[:batch_size])
             for k in range(batch_size):
                 theta[perm[k]] += zeta[k] + knoise[k]
-            for i in range(n):
-                v[i] += d[i] + knoise[batch_size + i]
+            # v's n draws a cache-sized chunk at a time, each added while in
+            # cache (i.i.d. draws: how many per fill does not change their law).
+            # The kernel's time fell to 0.83 of that with one fill of n + L
+            # draws (50 000 x 90, L = 10, CPU time, same-process A/B)
+            for i0 in range(0, n, _NOISE_CHUNK):
+                i1 = min(n, i0 + _NOISE_CHUNK)
+                fill_discrete_gaussian(state, integer_scale, knoise[:i1 - i0])
+                for i in range(i0, i1):
+                    v[i] += d[i] + knoise[i - i0]
             batch = 0  # the updates are done
         else:
             batch = batch_size
