@@ -80,6 +80,21 @@ def test_solver_input_densifies_only_dense_ish_sparse_data():
     assert sp.isspmatrix_csc(out) and out.has_sorted_indices
 
 
+def _config_columns(passes, n_rows, holdout):
+    """One configuration's columns, as :func:`dpcd.sweep.tidy.record_columns` gives them."""
+    out = {"experiment": "exp", "config_id": "0123456789ab", "passes": passes,
+           "seed": np.arange(n_rows, dtype=np.int64), "objective": np.linspace(1, 2, n_rows),
+           "status": "done", "clip": np.nan, "step": 0.5}
+    if holdout:
+        out.update(metric="mse", val_metric=np.full(n_rows, np.nan))
+    out["nonprivate_inputs"] = ""
+    return out
+
+
+CHUNKS = ([_config_columns(2, 3, True), _config_columns(5, 4, True)],  # int passes stay int64
+          [_config_columns(2, 3, False), _config_columns(0.5, 2, False)])  # fractional: float64
+
+
 def test_chunk_table_matches_one_frame_per_configuration():
     """The chunk table is built once from columns; it must equal what one
     DataFrame per configuration, concatenated, gave (values, dtypes, order)."""
@@ -87,19 +102,34 @@ def test_chunk_table_matches_one_frame_per_configuration():
 
     from dpcd.sweep.tidy import stack_rows
 
-    def columns(passes, n_rows, holdout):
-        out = {"experiment": "exp", "config_id": "0123456789ab", "passes": passes,
-               "seed": np.arange(n_rows, dtype=np.int64), "objective": np.linspace(1, 2, n_rows),
-               "status": "done", "clip": np.nan, "step": 0.5}
-        if holdout:
-            out.update(metric="mse", val_metric=np.full(n_rows, np.nan))
-        out["nonprivate_inputs"] = ""
-        return out
-
-    for rows in ([columns(2, 3, True), columns(5, 4, True)],  # int passes stay int64
-                 [columns(2, 3, False), columns(0.5, 2, False)]):  # fractional: float64
+    for rows in CHUNKS:
         expected = pd.concat([pd.DataFrame(c) for c in rows], ignore_index=True)
         pd.testing.assert_frame_equal(stack_rows(rows), expected)
+
+
+def test_a_table_written_from_columns_reads_as_pandas_wrote_it(tmp_path):
+    """A solve job writes its table's columns with pyarrow alone (no pandas in
+    its start-up): every reader (``pandas.read_parquet``) gets the table that
+    pandas writing the DataFrame gave, values, dtypes and index; the empty
+    table too."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from dpcd.sweep.tidy import empty_columns, empty_table, stack_columns, stack_rows, write_columns
+
+    for k, (columns, frame) in enumerate([*((stack_columns(rows), stack_rows(rows))
+                                            for rows in CHUNKS),
+                                          (empty_columns(), empty_table())]):
+        write_columns(columns, tmp_path / f"{k}.parquet")
+        frame.to_parquet(tmp_path / f"{k}-pandas.parquet", index=False)
+        got, want = (pd.read_parquet(tmp_path / f"{k}{end}.parquet") for end in ("", "-pandas"))
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+        pd.testing.assert_frame_equal(got, frame.reset_index(drop=True), check_exact=True)
+        # and the same arrow table, types and nulls (a reader without pandas),
+        # pandas' own metadata apart
+        arrow = [pq.read_table(tmp_path / f"{k}{end}.parquet").replace_schema_metadata(None)
+                 for end in ("", "-pandas")]
+        assert arrow[0].equals(arrow[1])
 
 
 @pytest.mark.parametrize("per_block", [None, 3])

@@ -76,15 +76,12 @@ def cmd_solve(args):
     the runs); a fresh job's, with each solver's configurations and kernels;
     and their CPU (:class:`~dpcd.stages.common.Ledger`).
     """
-    import pandas as pd
-
     from dpcd import algorithms
     from dpcd.privacy import cache
     from dpcd.sweep import run_chunk
-    from dpcd.sweep.fresh import run_fresh_chunk
     from dpcd.sweep.grid import grid_size
     from dpcd.sweep.problem import load_problem
-    from dpcd.sweep.tidy import kernel_seconds, records_run
+    from dpcd.sweep.tidy import kernel_seconds, records_run, write_table
     from dpcd.tracking.payload import mlflow_runs
     from dpcd.tracking.runs_file import job_name, write_mlflow_runs
 
@@ -102,10 +99,12 @@ def cmd_solve(args):
     calibration0 = dict(cache.STATS)
     w_star = np.asarray(reference["w"], dtype=np.float64) if "w" in reference else None
     if fresh:
+        from dpcd.sweep.fresh import run_fresh_chunk
+
         parts = run_fresh_chunk(spec, args.chunk, problem, reference["objective"], w_star=w_star)
-    else:
+    else:  # the table as columns, written without pandas (dpcd.sweep.tidy.write_table)
         parts = [(spec, *run_chunk(spec, args.chunk, problem, reference["objective"],
-                                   private, w_star=w_star))]
+                                   private, w_star=w_star, columns=True))]
     records = [record for _, _, part in parts for record in part]
     runs_wall, runs_cpu = ledger.lap()
     log.info("%d configurations run, %d rows in %.1f s", len(records_run(records)), len(records),
@@ -126,13 +125,12 @@ def cmd_solve(args):
     write_mlflow_runs(args.mlflow_runs, job, [
         run for solver, _, part in parts for run in mlflow_runs(part, solver, problem)])
     log.info("wrote %d MLflow runs in %.1f s", len(records), ledger.lap("mlflow")[0])
-    table = parts[0][1] if len(parts) == 1 else pd.concat(
-        [runs for _, runs, _ in parts], ignore_index=True)
+    tables = [runs for _, runs, _ in parts]
     if spec.get("first_seed"):  # a staged confirm: the first seed's runs ran before
         from dpcd.sweep.staged import with_first_seed
 
-        table = with_first_seed(table, [pd.read_parquet(path) for path in spec["reused_runs"]])
-    atomic_write(args.out, lambda tmp: table.to_parquet(tmp, index=False))
+        tables = [with_first_seed(tables[0], spec["reused_runs"])]
+    atomic_write(args.out, lambda tmp: write_table(tables, tmp))
     ledger.close()
     log.info("overhead ledger: %s; CPU: %s", ledger.seconds, ledger.cpu_seconds)
     if not args.timing:

@@ -48,7 +48,7 @@ def chunk_runs(spec, chunk):
     return at_first[part], axes["epsilon"][1:]
 
 
-def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None):
+def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None, columns=False):
     """Run every configuration of one chunk over all seeds.
 
     Parameters
@@ -70,10 +70,13 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     w_star : array, shape (n_features,), optional
         Non-private solution: each run's final iterate is compared with its
         support (columns ``nnz_correct``, ``nnz_incorrect``; NaN without it).
+    columns : bool, default=False
+        Return the table as columns, a dict of arrays (a solve job writes them
+        without pandas: :func:`dpcd.sweep.tidy.write_columns`).
 
     Returns
     -------
-    table : pandas.DataFrame
+    table : pandas.DataFrame, or dict of arrays if ``columns``
         One row per (configuration, seed, pass); a non-private solver's runs
         (at the first epsilon) at every epsilon of the spec.
     records : list of ConfigRecord
@@ -84,4 +87,4 @@ def run_chunk(spec, chunk, problem, f_star, private_estimates=None, w_star=None)
     first = spec.get("first_seed", 0)  # a staged confirm's: the screen ran the first
     seeds = [run_seed(spec["base_seed"], k) for k in range(first, first + n_seeds)]
     return run_configurations(spec, configs, seeds, problem, f_star, private_estimates,
-                              w_star, also_at=also_at, first_seed=first)
+                              w_star, also_at=also_at, first_seed=first, columns=columns)

@@ -30,7 +30,8 @@ TOGETHER_ENTRIES = 1 << 24
 
 
 def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=None,
-                       w_star=None, nonprivate=(), together=True, also_at=(), first_seed=0):
+                       w_star=None, nonprivate=(), together=True, also_at=(), first_seed=0,
+                       columns=False):
     """Run configurations ``configs`` on seeds ``seeds``: the body of
     :func:`dpcd.sweep.run.run_chunk`, also used to re-run selected
     configurations on fresh seeds (:mod:`dpcd.sweep.fresh`).
@@ -63,6 +64,8 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
     first_seed : int, default=0
         The replicate index of ``seeds[0]`` (a staged confirm runs the seeds
         after the first): the table's ``seed_index`` and the estimates read.
+    columns : bool, default=False
+        The table as columns, not a DataFrame (:func:`dpcd.sweep.tidy.tidy_results`).
 
     Returns
     -------
@@ -164,4 +167,4 @@ def run_configurations(spec, configs, seeds, problem, f_star, private_estimates=
             elapsed = clock.monotonic() - started
             log.info("progress: %d/%d configurations, %.1f s elapsed, ~%.1f s remaining",
                      done, len(configs), elapsed, elapsed / done * (len(configs) - done))
-    return tidy_results(spec, runs, seeds, delta, also_at, first_seed)
+    return tidy_results(spec, runs, seeds, delta, also_at, first_seed, columns)

@@ -22,7 +22,6 @@ runs is planned by :mod:`dpcd.plan.staged` from the same lattice.
 import csv
 
 import numpy as np
-import pandas as pd
 
 from dpcd.plan.lattice import CONFIRM, PROMOTE, REFINE, SCREEN, Lattice, prefix_passes
 from dpcd.streams import config_id
@@ -111,15 +110,20 @@ def stage_configurations(spec, configs, axes):
 
 
 def with_first_seed(table, reused):
-    """A confirm job's table (the seeds after the first) with its
-    configurations' first-seed runs from the stages before (``reused``: their
-    tables), in the order of a run of every seed: per configuration, by seed.
+    """A confirm job's table (the seeds after the first; a DataFrame or its
+    columns) with its configurations' first-seed runs from the stages before
+    (``reused``: the paths of their tables), in the order of a run of every
+    seed: per configuration, by seed.
 
     Raises
     ------
     ValueError
         If a configuration has no first-seed run among ``reused``.
     """
+    import pandas as pd  # here only: a solve job's tables need none (dpcd.sweep.tidy)
+
+    table = pd.DataFrame(table)
+    reused = [pd.read_parquet(path) for path in reused]
     order = {cid: k for k, cid in enumerate(pd.unique(table["config_id"]))}
     first = pd.concat(reused, ignore_index=True) if reused else table.iloc[:0]
     first = first[(first["seed_index"] == 0) & first["config_id"].isin(order)]
@@ -175,6 +179,8 @@ def keep_best(runs, select_by, keep, prefix=False):
         Columns ``solver, epsilon, passes, config_id, rank``, the criterion,
         and ``screened`` (configurations the group ran).
     """
+    import pandas as pd
+
     if keep < 1:
         raise ValueError(f"search_keep must be >= 1, got {keep}")
     screened = runs.groupby(GROUP)["config_id"].nunique().rename("screened").reset_index()

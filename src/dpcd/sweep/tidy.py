@@ -1,10 +1,13 @@
 """What a sweep's runs become: one :class:`ConfigRecord` per configuration
-(for MLflow) and the tidy table, one row per (configuration, seed, pass)."""
+(for MLflow) and the tidy table, one row per (configuration, seed, pass).
+
+The table is built as columns (a dict of arrays), then a DataFrame for the
+callers that read it; a solve job writes the columns to parquet with pyarrow
+(:func:`write_columns`) and never imports pandas (0.5 s of its start-up)."""
 
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import pandas as pd
 
 from dpcd import algorithms
 from dpcd.streams import config_id
@@ -42,7 +45,7 @@ def kernel_seconds(records):
     return float(sum(record.time.sum() for record in records_run(records)))
 
 
-def tidy_results(spec, runs, seeds, delta, also_at=(), first_seed=0):
+def tidy_results(spec, runs, seeds, delta, also_at=(), first_seed=0, columns=False):
     """The table and records of configurations run on ``seeds``.
 
     Parameters
@@ -57,23 +60,27 @@ def tidy_results(spec, runs, seeds, delta, also_at=(), first_seed=0):
         non-private solver's, run at the first epsilon only).
     first_seed : int
         The replicate index of ``seeds[0]`` (the ``seed_index`` column).
+    columns : bool
+        Return the table as columns (:func:`stack_columns`), not a DataFrame.
 
     Returns
     -------
-    table : pandas.DataFrame
+    table : pandas.DataFrame, or dict of arrays if ``columns``
     records : list of ConfigRecord
     """
     rows = []
     for record, checkpoints, ran, nonprivate, counts in runs:
-        columns = record_columns(spec, record, seeds, delta, checkpoints, ran, first_seed)
-        columns["nonprivate_inputs"] = nonprivate
+        row = record_columns(spec, record, seeds, delta, checkpoints, ran, first_seed)
+        row["nonprivate_inputs"] = nonprivate
         n_points = record.objective.shape[1]
         for k, name in enumerate(("nnz_correct", "nnz_incorrect")):
-            columns[name] = np.nan if counts is None else np.repeat(counts[:, k], n_points)
-        rows.append(columns)
-    table = stack_rows(rows) if rows else empty_table()
+            row[name] = np.nan if counts is None else np.repeat(counts[:, k], n_points)
+        rows.append(row)
+    table = stack_columns(rows) if rows else empty_columns()
     records = [run[0] for run in runs]
-    return _every_epsilon(table, records, also_at) if also_at else (table, records)
+    if also_at:
+        table, records = _every_epsilon(table, records, also_at)
+    return (table if columns else _frame(table)), records
 
 
 def record_columns(spec, record, seeds, delta, checkpoints, ran, first_seed=0):
@@ -127,7 +134,12 @@ def record_columns(spec, record, seeds, delta, checkpoints, ran, first_seed=0):
 
 
 def stack_rows(rows):
-    """One DataFrame from the configurations' columns (see :func:`record_columns`).
+    """One DataFrame from the configurations' columns (:func:`stack_columns`)."""
+    return _frame(stack_columns(rows))
+
+
+def stack_columns(rows):
+    """One table's columns from the configurations' (see :func:`record_columns`).
 
     Scalars are repeated over their configuration's rows; the concatenated
     columns get the dtypes ``pd.concat`` of one DataFrame per configuration
@@ -143,18 +155,74 @@ def stack_rows(rows):
                 value = np.full(n_rows, value, dtype=object if isinstance(value, str) else None)
             parts.append(value)
         data[name] = np.concatenate(parts)
-    return pd.DataFrame(data)
+    return data
 
 
 def empty_table():
     """The table of no runs, with every column."""
+    return _frame(empty_columns())
+
+
+def empty_columns():
+    """The columns of no runs."""
     columns = [
         "experiment", "solver", "config_id", "epsilon", "delta", "passes",
         "seed_index", "seed", "pass", "objective", "rel_error", "time", "status",
         *algorithms.table_hyperparameters(), "epsilon_achieved", "neighbouring", "nonprivate_inputs",
         "metric", "val_metric", "test_metric", "nnz_correct", "nnz_incorrect",
     ]
-    return pd.DataFrame({name: [] for name in columns})
+    return {name: np.empty(0) for name in columns}  # float, as pandas makes an empty list
+
+
+def _frame(columns):
+    import pandas as pd
+
+    return pd.DataFrame(columns)
+
+
+def write_table(tables, path):
+    """Write a solve job's table as parquet: a sweep chunk's, as columns, with
+    pyarrow alone (:func:`write_columns`); else (a fresh job's, one DataFrame
+    per solver) their concatenation, with pandas."""
+    if len(tables) == 1 and isinstance(tables[0], dict):
+        write_columns(tables[0], path)
+        return
+    import pandas as pd
+
+    table = tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
+    table.to_parquet(path, index=False)
+
+
+def write_columns(columns, path):
+    """Write a table's columns (:func:`stack_columns`) as parquet, with pyarrow
+    alone: ``pandas.read_parquet`` reads back the DataFrame of the same
+    columns, as if pandas had written it (the types it writes: NaN as null,
+    strings as large strings; no index: a range, as pandas reads it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_arrays([_arrow(pa, values) for values in columns.values()],
+                                 names=list(columns))
+    pq.write_table(table, path)
+
+
+def _arrow(pa, values):
+    """One column as an arrow array, built from its buffers: ``pyarrow.array``
+    would import pandas (half a second of a solve job) to look for its types."""
+    n = len(values)
+    if values.dtype == object and all(isinstance(v, str) for v in values):
+        data = [v.encode() for v in values]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in data], out=offsets[1:])
+        return pa.Array.from_buffers(pa.large_string(), n,
+                                     [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+    if values.dtype.kind not in "fi":
+        return pa.array(values, from_pandas=True)  # no such column today
+    values = np.ascontiguousarray(values)
+    missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(n, dtype=bool)
+    validity = pa.py_buffer(np.packbits(~missing, bitorder="little")) if missing.any() else None
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), n,
+                                 [validity, pa.py_buffer(values)], null_count=int(missing.sum()))
 
 
 def _every_epsilon(table, records, epsilons):
@@ -170,6 +238,8 @@ def _every_epsilon(table, records, epsilons):
             ids[record.config_id] = config_id(config)
             copies.append(replace(record, config=config, config_id=ids[record.config_id],
                                   copy_of=record.config_id))
-        tables.append(table.assign(epsilon=float(epsilon),
-                                   config_id=table["config_id"].map(ids)))
-    return pd.concat(tables, ignore_index=True), copies
+        n_rows = len(table["config_id"])
+        tables.append({**table, "epsilon": np.full(n_rows, float(epsilon)),
+                       "config_id": np.array([ids[cid] for cid in table["config_id"]],
+                                             dtype=object)})
+    return {name: np.concatenate([part[name] for part in tables]) for name in table}, copies
