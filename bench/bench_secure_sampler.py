@@ -6,8 +6,10 @@ Run: ``python bench/bench_secure_sampler.py`` (prints the tables; no assertions)
 For the discrete Gaussian and the discrete Laplace at small scales (1, 3 or
 5), at DP-CD's scales (the secure grid has 1000 steps per sensitivity, so
 ``z·1001`` for noise multipliers ``z`` from 0.5 to 200) and, for the
-Gaussian, at the lattice releases' scales (``s ≥ 2²⁴``: 2²⁴, 2²⁸, 2³², 2³⁶), the
-rate of
+Gaussian, at the lattice releases' scales (``s ≥ 2²⁴``: 2²⁴, 2²⁸, 2³², 2³⁶, and
+the integer scales of bench/bench_secure_noise.py's fits: about 2²⁴·³⁵ for
+dp_sgd on Adult, 2²⁴·⁸⁴, 2²⁶·⁶³ and 2²⁷·¹⁴ for dp_scd, seq_dp_scd and
+primal_dp_scd on the 50 000 x 90 shape), the rate of
 
 * ``exact``: :func:`dpcd.privacy.exact.fill_discrete_gaussian` /
   ``fill_discrete_laplace`` (ChaCha20 keystream, exact decisions);
@@ -46,7 +48,8 @@ REPEATS = 3
 DRAWS = 2_000_000
 OPENDP_DRAWS = 20_000
 SCALES = (1.0, 3.0, 5.0, 500.5, 1001.0, 10_010.0, 200_200.0, 1_000_000.0)
-WIDE_SCALES = (2.0 ** 24, 2.0 ** 28, 2.0 ** 32, 2.0 ** 36)
+WIDE_SCALES = (2.0 ** 24, 2.0 ** 24.35, 2.0 ** 24.84, 2.0 ** 26.63, 2.0 ** 27.14, 2.0 ** 28,
+               2.0 ** 32, 2.0 ** 36)
 # The one-word proposal's exact path runs for ~2e-3 of its draws at 2^32: fewer draws.
 ONE_WORD_DRAWS = {2.0 ** 32: 200_000, 2.0 ** 36: 20_000}
 LENGTHS = (1, 8, 105)

@@ -5,8 +5,8 @@ fresh interpreter builds the command's parser and runs the import statements
 of the command's own function (as the job does before it reads its inputs);
 ``solve+kernels`` then loads DP-CD's kernels from the numba cache, as a solve
 job does before its first run (``NUMBA_CACHE_DIR``, a temporary one if unset,
-is filled by an untimed first round), ``solve+write`` adds what writing its
-table loads (pyarrow's parquet), and ``numba`` is numba's import alone;
+is filled by an untimed first round), ``solve+write`` adds the writing of a
+small table as the job writes its own, and ``numba`` is numba's import alone;
 ``pass`` is timed in the same rounds, interleaved, so load from other
 processes hits all alike. Prints the median CPU seconds (user + sys of the
 child) and wall seconds of each, and each one's excess over ``pass``; no
@@ -44,6 +44,20 @@ def job(command, func):
                       body_imports(func)])
 
 
+# a solve job's table written as that tree writes it (before write_table: pandas)
+WRITE = """
+import tempfile
+import numpy as np
+import dpcd.sweep.tidy as tidy
+row = {"solver": "dp_cd", "passes": 2, "clip": np.nan, "objective": np.ones(3)}
+with tempfile.TemporaryDirectory() as tmp:
+    if hasattr(tidy, "write_table"):
+        tidy.write_table([tidy.stack_columns([row])], tmp + "/t.parquet")
+    else:
+        tidy.stack_rows([row]).to_parquet(tmp + "/t.parquet", index=False)
+"""
+
+
 def jobs():
     """Each job kind's code, read from the ``dpcd`` on the path."""
     from dpcd.stages import aggregate, calibrate, fresh, solve
@@ -60,7 +74,7 @@ def jobs():
     if hasattr(aggregate, "cmd_aggregate_report"):  # the figures and MLflow, apart from the tables
         code["aggregate-report"] = job("aggregate-report", aggregate.cmd_aggregate_report)
     code["solve+kernels"] = code["solve"] + "\nfrom dpcd import algorithms\nalgorithms.warmup(['dp_cd'])"
-    code["solve+write"] = code["solve"] + "\nimport pyarrow.parquet"
+    code["solve+write"] = code["solve"] + WRITE
     code["numba"] = "import numba"
     return code
 

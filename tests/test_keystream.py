@@ -54,6 +54,11 @@ def test_stream_is_openssl_chacha20_keystream():
     more = [keystream.next_u64(state) for _ in range(1000)]
     np.testing.assert_array_equal(more, _openssl_words(key, bytes(8) + nonce,
                                                        words.size + 1000)[words.size:])
+    # and a fill from the middle of the buffer, across refills, continues it too
+    rest = np.zeros(700, dtype=np.uint64)
+    keystream.fill_u64(state, rest)
+    np.testing.assert_array_equal(rest, _openssl_words(key, bytes(8) + nonce,
+                                                       words.size + 1700)[words.size + 1000:])
 
 
 def test_counter_carries_into_the_high_word():

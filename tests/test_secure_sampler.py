@@ -326,8 +326,10 @@ def test_exact_path_reads_more_bits_when_the_prefix_straddles():
     assert answers == {True, False}
 
 
-def test_block_settle_reads_on_when_the_prefix_straddles():
-    """The block proposal's short prefix of U (39 − e bits: 23 at σ = 2²⁴ + 0.3)
+@pytest.mark.parametrize("sigma", [2.0 ** 24 + 0.3, 2.0 ** 39.9])
+def test_block_settle_reads_on_when_the_prefix_straddles(sigma):
+    """The block proposal's short prefix of U (39 − e bits: 23 at σ = 2²⁴ + 0.3,
+    7 at σ = 2³⁹·⁹, the shortest, where one word still carries the whole proposal)
     straddles its acceptance threshold θ = exp(−γ*): U's expansion goes on with
     the next word's top bits, and the answer is U < θ for the bits read (read
     back from a copy of the stream, θ to 80 digits), decided in the kernel
@@ -335,13 +337,12 @@ def test_block_settle_reads_on_when_the_prefix_straddles():
     probability within 0.4 to 0.6: false failure below 2·0.6⁴⁰ < 10⁻⁸)."""
     import decimal
     from fractions import Fraction
-    sigma = 2.0 ** 24 + 0.3
     t, _, inv_sigma, sigma_over_t = exact._gaussian_constants(sigma)
     steps, _, e, _, gap = exact._block_constants(t, inv_sigma)
     bits, h = 39 - e, 1
     ctx = decimal.Context(prec=80)
     s, tt = decimal.Decimal(sigma), decimal.Decimal(t)
-    for low in range(12345, 13345):   # θ near the middle of its prefix's interval
+    for low in range(12345, steps, steps // 4096):   # θ near the middle of its prefix's interval
         m = steps * h + low
         gamma = ((m - s * s / tt) ** 2 / (2 * s * s) + decimal.Decimal(low) / tt
                  + h * (decimal.Decimal(int(steps)) / tt - ctx.ln(2)))

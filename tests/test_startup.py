@@ -44,8 +44,10 @@ def loaded_after(command, code):
 
 def test_a_solve_job_imports_only_what_it_runs():
     """The command's own imports, then a dense problem through the kernels'
-    input checks, as a solve job does before its first run."""
+    input checks, as a solve job does before its first run, and its table
+    written, as it does after."""
     code = body_imports(solve.cmd_solve) + textwrap.dedent("""
+        import tempfile
         import numpy as np
         from dpcd.problems import make_problem
         from dpcd.solvers.base import check_design
@@ -53,11 +55,15 @@ def test_a_solve_job_imports_only_what_it_runs():
         datafit, _ = make_problem("squares", "l1", 0.1)
         check_design(X, X @ np.ones(3), datafit, "csc")
         datafit.global_smoothness(X)
+        from dpcd.sweep.tidy import stack_columns
+        with tempfile.TemporaryDirectory() as tmp:
+            write_table([stack_columns([{"solver": "dp_cd", "passes": 2, "clip": np.nan,
+                                         "objective": np.ones(3)}])], tmp + "/t.parquet")
     """)
     loaded = loaded_after("solve", code)
     assert loaded & set(SOLVE_NEVER) == set()
-    # its table is written from columns by pyarrow (a fresh or confirm job's
-    # joins, in their branches, import pandas)
+    # its table is written from columns by pyarrow alone (a fresh or confirm
+    # job's joins, in their branches, import pandas)
     assert "pandas" not in loaded
     assert "numba" in loaded  # the job's kernels: the test sees them
     assert loaded & set(KERNELS) == set()  # none run yet

@@ -61,7 +61,7 @@ The samplers
   uniform below ``L``, ``−0`` rejected, and ``e^{−low/t}`` and
   ``(2e^{−L/t})^H`` moved into the acceptance, whose ``exp`` is a
   polynomial (:func:`_exp_neg`) that vectorises; one keystream word per
-  proposal (two from σ ≈ 2²⁷), about 1.83 proposals per draw.
+  proposal, about 1.83 proposals per draw.
 
 Parameters are restricted to ``2⁻¹⁰ ≤ t, σ ≤ 2⁴⁰`` (beyond, the float
 checks lose their margin; no solver comes near).
@@ -479,12 +479,12 @@ def _accept_exact_path(state, prefix, m, sigma, t):
 # are 0: more words are read), 9-24 the uniform below j (Lemire's multiply and
 # reject, the whole proposal rejected with probability below j/2¹⁶), the next e
 # the rest of ``low`` (L = j·2^e, j ≤ 256), and the top 39 − e bits U's prefix
-# for the acceptance; from e = 20 on, U's prefix is a second word's top 53 bits.
+# for the acceptance, at every scale: at least 7 bits (e ≤ 32 as σ ≤ 2⁴⁰), and
+# the rare prefix that the floats cannot decide on (about 2^{e − 39} of them) is
+# extended by the next word (_block_settle).
 BLOCK_SCALE = 2.0 ** 8
 # The block length is j·2^e with j at most this (so L ≤ t·ln 2·(1 + 2⁻⁷) + 2^e).
 _J_MAX = 256
-# From this many low bits on (L ≥ 2²⁷), U's prefix takes a word of its own.
-_E_ONE_WORD = 20
 # Largest γ the polynomial exponential takes: beyond, the acceptance
 # e^{−γ*} < e^{−59} < 2⁻⁸⁵ is below every nonzero prefix.
 _FAR = 60.0
@@ -696,13 +696,10 @@ def _gaussian_constants(sigma):
 @njit(cache=True, fastmath=False, inline="always")
 def _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j, e, reject, gap, widen):
     """One discrete Gaussian draw by the block proposal, one proposal at a time."""
-    two_words = e >= _E_ONE_WORD
+    bits = 39 - e
     while True:
         word = next_u64(state)
-        if two_words:
-            prefix, bits = np.int64(next_u64(state) >> np.uint64(12)), 52
-        else:
-            prefix, bits = np.int64(word >> np.uint64(25 + e)), 39 - e
+        prefix = np.int64(word >> np.uint64(25 + e))
         h, low, valid = _block_fields(word, j, e, reject)
         if h == 8:
             h += _more_zeros(state)
@@ -749,8 +746,8 @@ def fill_discrete_gaussian(state, sigma, out):
     depends only on their number, so the law is intact). Below
     :data:`BLOCK_SCALE`, two keystream words per proposal (the discrete
     Laplace's, the acceptance's), about 1.3 proposals per draw; from it on,
-    the block proposal, one word per proposal (two from σ ≈ 2²⁷), about 1.85
-    proposals per draw. Fewer than ``_SMALL`` draws are made one at a time.
+    the block proposal, one word per proposal, about 1.85 proposals per draw.
+    Fewer than ``_SMALL`` draws are made one at a time.
     """
     _fill_gaussian(state, sigma, out, sigma >= BLOCK_SCALE)
 
@@ -853,41 +850,27 @@ def _block_first_decision(h, low, prefix, fsteps, inv_sigma, sigma_over_t, gap, 
                            widen, _E_SHORT), mf
 
 
-@njit(cache=True, fastmath=False, inline="always")
-def _first_decisions(words, per, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
+@njit(cache=True, fastmath=False)
+def _first_decisions(words, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
                      sigma_over_t, gap, ulp, widen):
-    """``decision[j]``, the first decision of proposal ``j`` (words ``per·j`` to
-    ``per·j + per − 1``), for ``j < k`` (0 for a proposal rejected outright), and
-    ``mags[j]``, its signed ``±m`` as a float.
+    """``decision[j]``, the first decision of proposal ``j`` (word ``j``), for
+    ``j < k`` (0 for a proposal rejected outright), and ``mags[j]``, its signed
+    ``±m`` as a float.
 
-    One loop without branches or calls, with ``per`` a constant where it is
-    inlined: so it vectorises (it did not with a variable stride, nor with more
-    arrays to write). The rare cases get loops apart.
+    One loop without branches or calls, in a function of its own: so it
+    vectorises (it did not inside the fill, with more arrays to write). The
+    rare cases get loops apart.
     """
     for j in range(k):
-        w = words[per * j]
+        w = words[j]
         h, lo, ok = _block_fields(w, j_max, e, reject)
         # the block proposal proposes −0 too: rejected
         ok = ok & ((h != 0) | (lo != 0) | ((w & np.uint64(1)) == 0))
-        d, mf = _block_first_decision(h, lo, words[per * j + per - 1] >> shift, fsteps,
-                                      inv_sigma, sigma_over_t, gap, ulp, widen)
+        d, mf = _block_first_decision(h, lo, w >> shift, fsteps, inv_sigma, sigma_over_t, gap,
+                                      ulp, widen)
         decision[j] = d & -np.int64(ok)      # d, or 0 if not ok (a select)
         # the sign bit moved onto mf's (a select too)
         mags[j] = _as_float(_as_bits(mf) | (w << np.uint64(63)))
-
-
-@njit(cache=True, fastmath=False)
-def _first_decisions_1(words, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
-                       sigma_over_t, gap, ulp, widen):
-    _first_decisions(words, 1, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
-                     sigma_over_t, gap, ulp, widen)
-
-
-@njit(cache=True, fastmath=False)
-def _first_decisions_2(words, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
-                       sigma_over_t, gap, ulp, widen):
-    _first_decisions(words, 2, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
-                     sigma_over_t, gap, ulp, widen)
 
 
 @njit(cache=True, fastmath=False)
@@ -900,15 +883,12 @@ def _fill_gaussian_blocks(state, sigma, out):
             out[i] = _block_draw(state, sigma, t, inv_sigma, sigma_over_t, steps, j_max, e,
                                  reject, gap, widen)
         return
-    two_words = e >= _E_ONE_WORD
-    per = 2 if two_words else 1
-    # U's prefix: the top 52 bits of the second word, or the first's top 39 − e
-    bits = 52 if two_words else 39 - e
+    bits = 39 - e                       # U's prefix: the word's top 39 − e bits
     shift = np.uint64(64 - bits)
     ulp = _POW2[bits]
     fsteps = np.float64(steps)
     batch = min(_BLOCK_BATCH, 2 * out.size + 4)
-    words = np.empty(per * batch, dtype=np.uint64)
+    words = np.empty(batch, dtype=np.uint64)
     ints = np.empty((3, batch), dtype=np.int64)
     decision, high, draws = ints[0], ints[1], ints[2]
     mags = np.empty(batch)
@@ -916,30 +896,26 @@ def _fill_gaussian_blocks(state, sigma, out):
     while i < out.size:
         left = out.size - i
         k = min(batch, 2 * left + 4)
-        fill_u64(state, words[:per * k])
-        if two_words:
-            _first_decisions_2(words, decision, mags, k, j_max, e, reject, shift, fsteps,
-                               inv_sigma, sigma_over_t, gap, ulp, widen)
-        else:
-            _first_decisions_1(words, decision, mags, k, j_max, e, reject, shift, fsteps,
-                               inv_sigma, sigma_over_t, gap, ulp, widen)
+        fill_u64(state, words[:k])
+        _first_decisions(words, decision, mags, k, j_max, e, reject, shift, fsteps, inv_sigma,
+                         sigma_over_t, gap, ulp, widen)
         for j in range(k):                  # H past 8 (probability 2⁻⁸): H in `high`
-            w = words[per * j]
+            w = words[j]
             if (w >> np.uint64(1)) & np.uint64(0xFF) == np.uint64(0):
                 h, lo, ok = _block_fields(w, j_max, e, reject)
                 high[j] = h + _more_zeros(state)
                 mags[j] = np.nan            # m = L·H + low, from `high`
                 if ok:
                     decision[j] = _block_first_decision(
-                        high[j], lo, words[per * j + per - 1] >> shift, fsteps, inv_sigma,
+                        high[j], lo, words[j] >> shift, fsteps, inv_sigma,
                         sigma_over_t, gap, ulp, widen)[0]
         for j in range(k):
             if decision[j] < 0:
-                w = words[per * j]
+                w = words[j]
                 h, lo, _ = _block_fields(w, j_max, e, reject)
                 if h == 8:
                     h = high[j]
-                decision[j] = _block_settle(state, np.int64(words[per * j + per - 1] >> shift),
+                decision[j] = _block_settle(state, np.int64(words[j] >> shift),
                                             bits, steps * h + lo, h, lo, sigma, t, inv_sigma,
                                             sigma_over_t, steps, gap, widen)
         # the accepted proposals, in order
@@ -949,7 +925,7 @@ def _fill_gaussian_blocks(state, sigma, out):
             if x == x:
                 draws[n_accepted] = np.int64(x)
             else:
-                w = words[per * j]
+                w = words[j]
                 m = steps * high[j] + _block_fields(w, j_max, e, reject)[1]
                 draws[n_accepted] = -m if w & np.uint64(1) else m
             n_accepted += decision[j]

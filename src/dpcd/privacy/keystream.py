@@ -180,12 +180,16 @@ def next_u64(state):
 def fill_u64(state, out):
     """Fill ``out`` (uint64[:]) with the next words of the keystream."""
     pos = np.int64(state[_POS])
-    for i in range(out.size):
+    i = 0
+    while i < out.size:
         if pos >= _WORDS:
             _refill(state)
             pos = 0
-        out[i] = state[_BUF + pos]
-        pos += 1
+        # a refill's words at a time (a copy that vectorises, not a test per word)
+        n = min(out.size - i, _WORDS - pos)
+        out[i:i + n] = state[_BUF + pos:_BUF + pos + n]
+        i += n
+        pos += n
     state[_POS] = pos
 
 

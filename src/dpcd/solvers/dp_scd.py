@@ -805,8 +805,8 @@ def _primal_kernel(X, y, theta, v, code, lam, alpha_pen, clip, noise_scale, batc
                 theta[perm[k]] += zeta[k] + knoise[k]
             # v's n draws a cache-sized chunk at a time, each added while in
             # cache (i.i.d. draws: how many per fill does not change their law).
-            # The kernel's time fell to 0.83 of that with one fill of n + L
-            # draws (50 000 x 90, L = 10, CPU time, same-process A/B)
+            # The kernel's time fell to about 0.89 of that with one fill of
+            # n + L draws (50 000 x 90, L = 10, CPU time, same-process A/B)
             for i0 in range(0, n, _NOISE_CHUNK):
                 i1 = min(n, i0 + _NOISE_CHUNK)
                 fill_discrete_gaussian(state, integer_scale, knoise[:i1 - i0])

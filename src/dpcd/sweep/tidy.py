@@ -201,11 +201,28 @@ def write_columns(columns, path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    def array(values):
-        text = values.dtype == object and len(values)
-        return pa.array(values, type=pa.large_string() if text else None, from_pandas=True)
+    table = pa.Table.from_arrays([_arrow(pa, values) for values in columns.values()],
+                                 names=list(columns))
+    pq.write_table(table, path)
 
-    pq.write_table(pa.table({name: array(values) for name, values in columns.items()}), path)
+
+def _arrow(pa, values):
+    """One column as an arrow array, built from its buffers: ``pyarrow.array``
+    would import pandas (half a second of a solve job) to look for its types."""
+    n = len(values)
+    if values.dtype == object and all(isinstance(v, str) for v in values):
+        data = [v.encode() for v in values]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in data], out=offsets[1:])
+        return pa.Array.from_buffers(pa.large_string(), n,
+                                     [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+    if values.dtype.kind not in "fi":
+        return pa.array(values, from_pandas=True)  # no such column today
+    values = np.ascontiguousarray(values)
+    missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(n, dtype=bool)
+    validity = pa.py_buffer(np.packbits(~missing, bitorder="little")) if missing.any() else None
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), n,
+                                 [validity, pa.py_buffer(values)], null_count=int(missing.sum()))
 
 
 def _every_epsilon(table, records, epsilons):
